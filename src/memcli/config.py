@@ -1,0 +1,218 @@
+"""Configuration: a TOML file in the home dir, overridden by environment variables, overridden by flags.
+
+Only entry points (the CLI, the hook launcher, the servers) call :func:`load_config`; the core receives a
+:class:`Config` and never reads the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from memcli.errors import ConfigError
+from memcli.models import DEFAULT_NAMESPACE, validate_namespace
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_FILE = "config.toml"
+
+
+def default_home() -> Path:
+    """platformdirs' user data dir for memcli."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("memcli", appauthor=False))
+
+
+@dataclass
+class EmbedderConfig:
+    """Which embedder to use. `local` needs nothing else; `openai`/`jina` need a base URL/model/key."""
+
+    provider: str = "local"  # local | openai | jina | hash (tests)
+    base_url: str | None = None
+    model: str | None = None
+    dims: int | None = None
+    api_key: str | None = None
+    timeout: float = 30.0
+    batch_size: int = 64
+    max_retries: int = 4
+
+
+@dataclass
+class HooksConfig:
+    """Claude Code hook behaviour."""
+
+    session_start_budget: int = 6000
+    prompt_budget: int = 3000
+    prompt_top_k: int = 5
+    min_score: float = 0.55
+    capture_subagents: bool = False
+    project_only: bool = False
+    deadline_ms: int = 1500
+    llm_provider: str | None = None  # None (extractive) | openai | anthropic
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_daily_token_budget: int = 200_000
+
+
+@dataclass
+class ServerConfig:
+    """`memcli serve` defaults."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    idle_timeout: float = 0.0  # seconds; 0 = never exit when idle
+    token: str | None = None
+
+
+@dataclass
+class Config:
+    """Everything an entry point passes to the core."""
+
+    home: Path = field(default_factory=default_home)
+    namespace: str = DEFAULT_NAMESPACE
+    agent: str | None = None
+    storage_uri: str | None = None  # default: <home>/data ; may be s3://, gs://, az://
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    hooks: HooksConfig = field(default_factory=HooksConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    duplicate_threshold: float = 0.90
+    auto_compact_fragments: int = 32
+
+    @property
+    def data_uri(self) -> str:
+        return self.storage_uri or str(self.home / "data")
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["home"] = str(self.home)
+        if d["embedder"].get("api_key"):
+            d["embedder"]["api_key"] = "***"
+        if d["hooks"].get("llm_api_key"):
+            d["hooks"]["llm_api_key"] = "***"
+        if d["server"].get("token"):
+            d["server"]["token"] = "***"
+        return d
+
+
+_ENV_MAP = {
+    "MEMCLI_NAMESPACE": ("namespace", None),
+    "MEMCLI_AGENT": ("agent", None),
+    "MEMCLI_STORAGE_URI": ("storage_uri", None),
+    "MEMCLI_EMBEDDER": ("provider", "embedder"),
+    "MEMCLI_EMBED_BASE_URL": ("base_url", "embedder"),
+    "MEMCLI_EMBED_MODEL": ("model", "embedder"),
+    "MEMCLI_EMBED_DIMS": ("dims", "embedder"),
+    "MEMCLI_EMBED_API_KEY": ("api_key", "embedder"),
+    "MEMCLI_PORT": ("port", "server"),
+    "MEMCLI_TOKEN": ("token", "server"),
+}
+
+
+def _coerce(section: object, name: str, value: Any, origin: str) -> Any:
+    ftype = {f.name: f.type for f in fields(section)}.get(name)  # type: ignore[arg-type]
+    if ftype is None:
+        raise ConfigError(f"{origin}: unknown setting {name!r}")
+    t = str(ftype)
+    try:
+        if "int" in t and "float" not in t and value is not None and value != "":
+            return int(value)
+        if "float" in t and value is not None and value != "":
+            return float(value)
+        if "bool" in t and isinstance(value, str):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+    except (TypeError, ValueError):
+        raise ConfigError(f"{origin}: {name} must be a number, got {value!r}") from None
+    if value == "":
+        return None
+    return value
+
+
+def _apply(section: object, values: Mapping[str, Any], origin: str) -> None:
+    for name, value in values.items():
+        setattr(section, name, _coerce(section, name, value, origin))
+
+
+def config_path(home: Path) -> Path:
+    return home / CONFIG_FILE
+
+
+def load_config(
+    home: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Config:
+    """Build the Config: file < environment < explicit overrides (flags). None overrides are ignored."""
+    env = os.environ if env is None else env
+    home_path = Path(home or env.get("MEMCLI_HOME") or default_home()).expanduser()
+    cfg = Config(home=home_path)
+    path = config_path(home_path)
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        for section in ("embedder", "hooks", "server"):
+            sub = data.pop(section, None)
+            if sub is not None:
+                if not isinstance(sub, dict):
+                    raise ConfigError(f"{path}: [{section}] must be a table")
+                _apply(getattr(cfg, section), sub, str(path))
+        _apply(cfg, data, str(path))
+    for var, (name, section) in _ENV_MAP.items():
+        if env.get(var):
+            _apply(getattr(cfg, section) if section else cfg, {name: env[var]}, var)
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        if "." in name:
+            section, name = name.split(".", 1)
+            _apply(getattr(cfg, section), {name: value}, f"--{name}")
+        else:
+            _apply(cfg, {name: value}, f"--{name}")
+    try:
+        validate_namespace(cfg.namespace)
+    except Exception as exc:
+        raise ConfigError(str(exc)) from None
+    if cfg.embedder.provider not in ("local", "openai", "jina", "hash"):
+        raise ConfigError(f"unknown embedder {cfg.embedder.provider!r}: use local, openai or jina")
+    return cfg
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'
+
+
+def save_config(home: Path, values: Mapping[str, Any]) -> Path:
+    """Write a config file from a nested mapping (sections as dicts); None values are left out."""
+    lines: list[str] = []
+    tables: list[tuple[str, Mapping[str, Any]]] = []
+    for k, v in values.items():
+        if isinstance(v, Mapping):
+            tables.append((k, v))
+        elif v is not None:
+            lines.append(f"{k} = {_toml_value(v)}")
+    for name, table in tables:
+        body = [f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None]
+        if body:
+            lines += ["", f"[{name}]", *body]
+    home.mkdir(parents=True, exist_ok=True)
+    path = config_path(home)
+    path.write_text("\n".join(lines).lstrip("\n") + "\n", encoding="utf-8")
+    return path

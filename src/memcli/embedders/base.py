@@ -1,0 +1,131 @@
+"""The Embedder interface, similarity calibration and the content-hash vector cache."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memcli.errors import EmbedderError
+
+# Raw cosine → calibrated similarity anchors. Cosines are compressed differently by every model (with e5,
+# two unrelated turns of one conversation have cosine ~0.86, a paraphrase ~0.95, a near copy ~0.99), so
+# thresholds such as "duplicate at 0.90" and "relevant enough to inject" are applied to a calibrated value
+# that means the same thing for every model: ~0.2 unrelated-but-same-topic, 0.9 paraphrase, 1.0 identical.
+DEFAULT_CALIBRATION: dict[str, list[list[float]]] = {
+    "local": [[0.70, 0.0], [0.80, 0.05], [0.86, 0.25], [0.90, 0.50], [0.93, 0.70], [0.95, 0.90],
+              [0.985, 0.97], [1.0, 1.0]],
+    "openai": [[0.0, 0.0], [0.30, 0.10], [0.50, 0.35], [0.70, 0.65], [0.85, 0.90], [0.97, 0.98],
+               [1.0, 1.0]],
+    "jina": [[0.0, 0.0], [0.30, 0.10], [0.50, 0.35], [0.70, 0.65], [0.85, 0.90], [0.97, 0.98], [1.0, 1.0]],
+    "hash": [[0.0, 0.0], [0.5, 0.5], [1.0, 1.0]],
+}
+
+
+class Calibration:
+    """A monotone piecewise-linear map from raw cosine to a 0..1 similarity."""
+
+    def __init__(self, points: Sequence[Sequence[float]]) -> None:
+        pts = sorted((float(a), float(b)) for a, b in points)
+        self.points = [list(p) for p in pts]
+        self._x = np.array([p[0] for p in pts], dtype=np.float64)
+        self._y = np.array([p[1] for p in pts], dtype=np.float64)
+
+    def __call__(self, cosine: float) -> float:
+        return float(np.interp(cosine, self._x, self._y, left=0.0, right=1.0))
+
+    def inverse(self, similarity: float) -> float:
+        """The raw cosine for a calibrated similarity."""
+        return float(np.interp(similarity, self._y, self._x))
+
+
+class Embedder(ABC):
+    """Turns text into L2-normalised float32 vectors. Subclasses implement ``_embed``."""
+
+    provider: str = "base"
+    model: str = ""
+    dim: int = 0
+
+    def identity(self) -> dict[str, Any]:
+        """What the store records: a different identity means the stored vectors are not comparable."""
+        return {"provider": self.provider, "model": self.model, "dim": int(self.dim)}
+
+    def calibration(self) -> Calibration:
+        return Calibration(DEFAULT_CALIBRATION.get(self.provider, DEFAULT_CALIBRATION["openai"]))
+
+    @abstractmethod
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        """Return an (n, dim) array for n texts."""
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for texts to be stored."""
+        return self._checked(list(texts), query=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The vector of one search query."""
+        return self._checked([text], query=True)[0]
+
+    def _checked(self, texts: list[str], *, query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = np.asarray(self._embed(texts, query=query), dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+            raise EmbedderError(f"the embedder returned {vecs.shape} for {len(texts)} texts")
+        if self.dim and vecs.shape[1] != self.dim:
+            raise EmbedderError(f"the embedder returned {vecs.shape[1]} dimensions, expected {self.dim}")
+        norms = np.linalg.norm(vecs, axis=1)
+        if not np.all(np.isfinite(vecs)) or np.any(norms < 1e-6):
+            # never store a zero or garbage vector: fail the write instead
+            raise EmbedderError("the embedder returned an empty or non-finite vector; nothing was written")
+        return vecs / norms[:, None]
+
+    def close(self) -> None:
+        """Release resources (HTTP clients)."""
+
+
+class CachedEmbedder(Embedder):
+    """Wraps an embedder with an LRU cache keyed by content hash (retries and re-recalls are free)."""
+
+    def __init__(self, inner: Embedder, size: int = 4096) -> None:
+        self.inner = inner
+        self.provider, self.model, self.dim = inner.provider, inner.model, inner.dim
+        self._cache: OrderedDict[tuple[bool, str], np.ndarray] = OrderedDict()
+        self._size = size
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def calibration(self) -> Calibration:
+        return self.inner.calibration()
+
+    @staticmethod
+    def _key(text: str, query: bool) -> tuple[bool, str]:
+        return (query, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest())
+
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        keys = [self._key(t, query) for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self._cache]
+        if missing:
+            # de-duplicate inside the batch too
+            uniq: dict[tuple[bool, str], int] = {}
+            for i in missing:
+                uniq.setdefault(keys[i], i)
+            fresh = self.inner._checked([texts[i] for i in uniq.values()], query=query)
+            for k, v in zip(uniq.keys(), fresh):
+                self._cache[k] = v
+                if len(self._cache) > self._size:
+                    self._cache.popitem(last=False)
+        out = []
+        for k in keys:
+            v = self._cache[k]
+            self._cache.move_to_end(k)
+            out.append(v)
+        self.dim = self.inner.dim
+        return np.stack(out)
+
+    def close(self) -> None:
+        self.inner.close()

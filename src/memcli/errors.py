@@ -1,0 +1,73 @@
+"""Errors the core raises. Every face turns a MemcliError into a message and an exit/status code."""
+
+from __future__ import annotations
+
+
+class MemcliError(Exception):
+    """Base error: a clear message for the user. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+    http_status = 400
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ok": False, "error": self.message, "code": self.code}
+
+
+class ValidationError(MemcliError):
+    """Input that can never be valid (empty text, importance out of range...)."""
+
+    code = "invalid_input"
+    http_status = 422
+
+
+class NotFoundError(MemcliError):
+    """No memory has that id (or prefix)."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class AmbiguousIdError(MemcliError):
+    """An id prefix matches more than one memory."""
+
+    code = "ambiguous_id"
+    http_status = 409
+
+
+class VersionConflictError(MemcliError):
+    """An update named an expected version that is no longer current."""
+
+    code = "version_conflict"
+    http_status = 412
+
+
+class EmbedderMismatchError(MemcliError):
+    """The store was built with another embedder; vectors would be garbage."""
+
+    code = "embedder_mismatch"
+    http_status = 409
+
+
+class EmbedderError(MemcliError):
+    """The embedder failed (network, API error, bad response). Nothing was written."""
+
+    code = "embedder_error"
+    http_status = 502
+
+
+class StoreError(MemcliError):
+    """The store is missing, corrupt or unwritable."""
+
+    code = "store_error"
+    http_status = 500
+
+
+class ConfigError(MemcliError):
+    """The configuration file or an environment variable is invalid."""
+
+    code = "config_error"

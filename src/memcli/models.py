@@ -1,0 +1,305 @@
+"""The memory record, recall hits and the validation rules every face shares."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from memcli.errors import ValidationError
+
+MAX_CONTENT_CHARS = 32_000
+MAX_TAGS = 64
+MAX_TAG_CHARS = 100
+MAX_KEY_CHARS = 512
+MAX_METADATA_BYTES = 64_000
+MIN_PREFIX = 4
+DEFAULT_NAMESPACE = "default"
+DEFAULT_SCOPE = "global"
+SOURCES = ("cli", "hook:stop", "mcp", "api", "distill", "import")
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d|w|y)?\s*$", re.IGNORECASE)
+_DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
+                   "d": 86_400_000, "w": 604_800_000, "y": 31_536_000_000}
+
+
+def now_ms() -> int:
+    """Milliseconds since the Unix epoch."""
+    return time.time_ns() // 1_000_000
+
+
+def new_id() -> str:
+    """A UUIDv7 string: 48 bits of time then 74 random bits, so ids sort by creation."""
+    ms = now_ms()
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def short_id(memory_id: str) -> str:
+    """The short form shown to people: the last 8 hex digits (the random part, unique in practice)."""
+    return memory_id.replace("-", "")[-8:]
+
+
+def normalise_content(text: str) -> str:
+    """Trim and NFC-normalise; the stored text."""
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def content_hash(text: str) -> str:
+    """Hash of the content with whitespace folded and case ignored: exact duplicates and retries."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return hashlib.sha256(folded.encode("utf-8")).hexdigest()[:32]
+
+
+def validate_content(text: Any) -> str:
+    """Return the normalised content or raise ValidationError."""
+    if not isinstance(text, str):
+        raise ValidationError("content must be a string")
+    if "\x00" in text:
+        raise ValidationError("content must not contain NUL characters")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        raise ValidationError("content is not valid Unicode (lone surrogate: invalid UTF-8 input?)")
+    clean = normalise_content(text)
+    if not clean:
+        raise ValidationError("content is empty: give the text to remember")
+    if len(clean) > MAX_CONTENT_CHARS:
+        raise ValidationError(
+            f"content is {len(clean):,} characters; the limit is {MAX_CONTENT_CHARS:,}. Split it into smaller memories."
+        )
+    return clean
+
+
+def validate_namespace(namespace: Any) -> str:
+    """A namespace is a simple name: letters, digits and ._:@/+- (max 128)."""
+    if not isinstance(namespace, str) or not _NAME_RE.match(namespace):
+        raise ValidationError(
+            f"invalid namespace {namespace!r}: use letters, digits and . _ : @ / + - (1-128 characters)"
+        )
+    return namespace
+
+
+def normalise_scope(scope: Any = None, agent: Any = None) -> str:
+    """`global`, `agent:<name>`; a bare agent name (`claude-code`) becomes `agent:claude-code`."""
+    if scope is not None and agent is not None:
+        raise ValidationError("give either a scope or an agent, not both")
+    if agent is not None:
+        scope = f"agent:{agent}"
+    if scope is None:
+        return DEFAULT_SCOPE
+    if not isinstance(scope, str):
+        raise ValidationError("scope must be a string")
+    scope = scope.strip()
+    if scope == "global":
+        return scope
+    name = scope[len("agent:"):] if scope.startswith("agent:") else scope
+    if ":" in name or not _NAME_RE.match(name):
+        raise ValidationError(
+            f"invalid scope {scope!r}: use 'global' or 'agent:<name>' (name: letters, digits, . _ @ / + -)"
+        )
+    return f"agent:{name}"
+
+
+def validate_tags(tags: Any) -> list[str]:
+    """Trim, de-duplicate (keeping order) and check each tag."""
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, (list, tuple)):
+        raise ValidationError("tags must be a list of strings")
+    out: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise ValidationError("each tag must be a string")
+        tag = unicodedata.normalize("NFC", tag).strip()
+        if not tag:
+            raise ValidationError("a tag must not be empty")
+        if len(tag) > MAX_TAG_CHARS or any(unicodedata.category(c)[0] == "C" for c in tag):
+            raise ValidationError(f"invalid tag {tag[:40]!r}: at most {MAX_TAG_CHARS} printable characters")
+        if tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise ValidationError(f"at most {MAX_TAGS} tags")
+    return out
+
+
+def validate_importance(value: Any) -> float:
+    """Importance is a number in 0..1."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"importance must be a number between 0 and 1, got {value!r}") from None
+    if not 0.0 <= f <= 1.0 or f != f:
+        raise ValidationError(f"importance must be between 0 and 1, got {value!r}")
+    return f
+
+
+def validate_key(key: Any) -> str | None:
+    """An optional caller key (upsert handle)."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_CHARS:
+        raise ValidationError(f"invalid key: a non-empty string of at most {MAX_KEY_CHARS} characters")
+    return key.strip()
+
+
+def validate_metadata(value: Any) -> dict[str, Any]:
+    """Metadata is a JSON object (given as a dict or as JSON text)."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"metadata is not valid JSON: {exc.msg} (at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValidationError("metadata must be a JSON object, like {\"ticket\": \"OPS-12\"}")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES:,} bytes")
+    return value
+
+
+def parse_duration_ms(text: Any) -> int:
+    """`7d`, `12h`, `30m`, `90s`, `2w` (a bare number is seconds) → milliseconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text <= 0:
+            raise ValidationError("a duration must be positive")
+        return int(text * 1000)
+    m = _DURATION_RE.match(str(text or ""))
+    if not m:
+        raise ValidationError(f"invalid duration {text!r}: use a number and a unit, like 30m, 12h, 7d, 2w")
+    amount = float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
+    if amount <= 0:
+        raise ValidationError("a duration must be positive")
+    return int(amount)
+
+
+def parse_time_ms(text: Any, *, now: int | None = None) -> int:
+    """A point in time: a duration ago (`2d`), epoch ms, or an ISO-8601 date/time."""
+    from datetime import datetime, timezone
+
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    s = str(text).strip()
+    if s.isdigit() and len(s) >= 10:
+        return int(s)
+    if _DURATION_RE.match(s):
+        return (now if now is not None else now_ms()) - parse_duration_ms(s)
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError(f"invalid time {text!r}: use a duration ago (2d), an ISO date (2026-01-31) or epoch ms") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+@dataclass
+class Memory:
+    """One memory, as stored (without its vector unless asked)."""
+
+    id: str
+    content: str
+    namespace: str = DEFAULT_NAMESPACE
+    project: str | None = None
+    scope: str = DEFAULT_SCOPE
+    tags: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    key: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source: str = "cli"
+    created_at: int = 0
+    updated_at: int = 0
+    expires_at: int | None = None
+    version: int = 1
+    content_hash: str = ""
+    vector: list[float] | None = None
+
+    def item(self) -> dict[str, Any]:
+        """The JSON shape of list/get (DESIGN.md contract) plus a few extra fields."""
+        return {
+            "memory_id": self.id,
+            "content": self.content,
+            "tags": list(self.tags),
+            "scope": self.scope,
+            "namespace": self.namespace,
+            "importance": self.importance,
+            "key": self.key,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "project": self.project,
+            "source": self.source,
+            "expires_at": self.expires_at,
+            "version": self.version,
+            "metadata": self.metadata,
+        }
+
+    def record(self, *, with_vector: bool = False) -> dict[str, Any]:
+        """Full-fidelity record for export (JSONL)."""
+        rec = {
+            "id": self.id, "content": self.content, "namespace": self.namespace, "project": self.project,
+            "scope": self.scope, "tags": list(self.tags), "importance": self.importance, "key": self.key,
+            "metadata": self.metadata, "source": self.source, "created_at": self.created_at,
+            "updated_at": self.updated_at, "expires_at": self.expires_at, "version": self.version,
+            "content_hash": self.content_hash,
+        }
+        if with_vector and self.vector is not None:
+            rec["vector"] = [float(x) for x in self.vector]
+        return rec
+
+
+@dataclass
+class RecallHit:
+    """A memory found by recall, with its score in 0..1 and, on request, each signal."""
+
+    memory: Memory
+    score: float
+    explain: dict[str, Any] | None = None
+
+    def item(self) -> dict[str, Any]:
+        out = self.memory.item()
+        out["score"] = round(float(self.score), 4)
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out
+
+
+@dataclass
+class RememberResult:
+    """What remember did: the id, similar memories, and whether a row was written."""
+
+    memory_id: str
+    duplicate_of: list[str] = field(default_factory=list)
+    created: bool = True
+    updated: bool = False
+
+    def item(self) -> dict[str, Any]:
+        return {"ok": True, "memory_id": self.memory_id, "duplicate_of": list(self.duplicate_of),
+                "created": self.created, "updated": self.updated}
+
+
+@dataclass
+class DuplicateCheck:
+    """check-duplicate's answer."""
+
+    is_duplicate: bool
+    similar: list[RecallHit]
+
+    def item(self) -> dict[str, Any]:
+        return {"is_duplicate": self.is_duplicate, "similar": [h.item() for h in self.similar]}

@@ -1,0 +1,463 @@
+"""MemoryStore: the LanceDB repository. It owns storage (schema, indexes, compaction), not behaviour.
+
+Facts this relies on (DESIGN.md, measured on lancedb 0.40): connections use
+``read_consistency_interval=0`` so every handle sees other processes' writes; ``id`` is the unenforced
+primary key so concurrent ``merge_insert`` never duplicates a row; every write adds a fragment, so writers
+compact (``optimize``) once fragments pile up, one owner at a time, retrying on commit conflicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
+from memcli.models import MIN_PREFIX, Memory
+from memcli.textnorm import search_text
+
+os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
+
+SCHEMA_VERSION = 1
+META_TABLE = "memcli_meta"
+DEFAULT_TABLE = "memories"
+VECTOR_INDEX_MIN_ROWS = 20_000
+_ID_CHARS = set("0123456789abcdef-")
+
+COLUMNS = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata",
+           "source", "created_at", "updated_at", "expires_at", "version", "content_hash"]
+
+
+def quote(value: str) -> str:
+    """A SQL string literal: user values are data, never query syntax."""
+    if not isinstance(value, str):
+        raise ValidationError("filter values must be strings")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def memory_schema(dim: int) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("content", pa.string(), nullable=False),
+        pa.field("search_text", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        pa.field("namespace", pa.string(), nullable=False),
+        pa.field("project", pa.string()),
+        pa.field("scope", pa.string(), nullable=False),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("importance", pa.float64()),
+        pa.field("key", pa.string()),
+        pa.field("metadata", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("created_at", pa.int64(), nullable=False),
+        pa.field("updated_at", pa.int64(), nullable=False),
+        pa.field("expires_at", pa.int64()),
+        pa.field("version", pa.int64(), nullable=False),
+        pa.field("content_hash", pa.string()),
+    ])
+
+
+def _row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
+    meta = row.get("metadata")
+    try:
+        metadata = json.loads(meta) if meta else {}
+    except json.JSONDecodeError:
+        metadata = {}
+    vec = row.get("vector") if with_vector else None
+    return Memory(
+        id=row["id"], content=row["content"], namespace=row["namespace"], project=row.get("project"),
+        scope=row["scope"], tags=list(row.get("tags") or []), importance=float(row.get("importance") or 0.0),
+        key=row.get("key"), metadata=metadata, source=row.get("source") or "cli",
+        created_at=int(row["created_at"]), updated_at=int(row["updated_at"]), expires_at=row.get("expires_at"),
+        version=int(row["version"]), content_hash=row.get("content_hash") or "",
+        vector=[float(x) for x in vec] if vec is not None else None,
+    )
+
+
+def memory_to_row(m: Memory, vector: Sequence[float]) -> dict[str, Any]:
+    """The stored row for a memory and its vector."""
+    return {
+        "id": m.id, "content": m.content, "search_text": search_text(m.content), "vector": list(vector),
+        "namespace": m.namespace, "project": m.project, "scope": m.scope, "tags": list(m.tags),
+        "importance": float(m.importance), "key": m.key,
+        "metadata": json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None,
+        "source": m.source, "created_at": m.created_at, "updated_at": m.updated_at, "expires_at": m.expires_at,
+        "version": m.version, "content_hash": m.content_hash,
+    }
+
+
+class MemoryStore:
+    """One LanceDB database holding the memories table and a small meta table."""
+
+    def __init__(self, uri: str, identity: dict[str, Any], *, allow_mismatch: bool = False,
+                 auto_compact_fragments: int = 32, storage_options: dict[str, str] | None = None) -> None:
+        self.uri = uri
+        self.identity = identity
+        self.auto_compact_fragments = auto_compact_fragments
+        self._local = "://" not in uri
+        self._writes_since_check = 0
+        self._fts_ready = False
+        try:
+            import lancedb
+
+            if self._local:
+                Path(uri).mkdir(parents=True, exist_ok=True)
+            self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), storage_options=storage_options)
+            self._meta = self._open_meta()
+            meta = self.read_meta()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"cannot open the store at {uri}: {exc}. Run `memcli doctor`.") from exc
+        stored = meta.get("embedder")
+        self.stored_identity = json.loads(stored) if stored else None
+        self.table_name = meta.get("active_table", DEFAULT_TABLE)
+        if self.stored_identity and not allow_mismatch and not same_embedder(self.stored_identity, identity):
+            raise EmbedderMismatchError(
+                f"this store was built with the embedder {describe(self.stored_identity)}, but the configured "
+                f"embedder is {describe(identity)}. Configure the original embedder again, or run "
+                "`memcli reindex` to re-embed every memory with the new one."
+            )
+        self.dim = int((self.stored_identity or identity)["dim"])
+        self.table = self._open_or_create(self.table_name, self.dim)
+        if not self.stored_identity:
+            self.write_meta({"embedder": json.dumps(identity), "schema_version": str(SCHEMA_VERSION),
+                             "active_table": self.table_name})
+            self.stored_identity = identity
+
+    # ---------------------------------------------------------------- tables and meta
+    def _open_meta(self) -> Any:
+        import pyarrow as pa
+
+        schema = pa.schema([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())])
+        try:
+            return self.db.open_table(META_TABLE)
+        except (ValueError, FileNotFoundError):
+            pass
+        try:
+            t = self.db.create_table(META_TABLE, schema=schema)
+            t.set_unenforced_primary_key("key")
+            return t
+        except (ValueError, OSError):  # another process created it first
+            return self.db.open_table(META_TABLE)
+
+    def read_meta(self) -> dict[str, str]:
+        """Key/value settings stored with the table (schema version, embedder identity, active table)."""
+        return {r["key"]: r["value"] for r in self._meta.to_arrow().to_pylist()}
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        import pyarrow as pa
+
+        rows = pa.Table.from_pylist([{"key": k, "value": v} for k, v in values.items()], schema=self._meta.schema)
+        (self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(rows))
+
+    def _open_or_create(self, name: str, dim: int) -> Any:
+        try:
+            table = self.db.open_table(name)
+        except (ValueError, FileNotFoundError):
+            try:
+                table = self.db.create_table(name, schema=memory_schema(dim))
+                table.set_unenforced_primary_key("id")
+            except (ValueError, OSError):
+                table = self.db.open_table(name)
+        field = table.schema.field("vector")
+        if field.type.list_size != dim:
+            raise EmbedderMismatchError(
+                f"the stored vectors have {field.type.list_size} dimensions but the embedder gives {dim}. "
+                "Run `memcli reindex`."
+            )
+        return table
+
+    # ---------------------------------------------------------------- writes
+    def insert(self, rows: list[dict[str, Any]]) -> int:
+        """Insert rows whose id is new; rows with an existing id are left alone. Returns rows inserted."""
+        if not rows:
+            return 0
+        import pyarrow as pa
+
+        data = pa.Table.from_pylist(rows, schema=self.table.schema)
+        res = self.table.merge_insert("id").when_not_matched_insert_all().execute(data)
+        self._after_write()
+        return int(res.num_inserted_rows)
+
+    def replace(self, rows: list[dict[str, Any]]) -> None:
+        """Write whole rows by id (insert or overwrite)."""
+        import pyarrow as pa
+
+        data = pa.Table.from_pylist(rows, schema=self.table.schema)
+        self.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        self._after_write()
+
+    def update(self, memory_id: str, values: dict[str, Any], *, expected_version: int | None = None) -> int:
+        """Update columns of one row; with expected_version only if it is still current. Rows changed."""
+        where = f"id = {quote(memory_id)}"
+        if expected_version is not None:
+            where += f" AND version = {int(expected_version)}"
+        if "content" in values:
+            values = {**values, "search_text": search_text(values["content"])}
+        if "tags" in values:
+            values = {**values, "tags": list(values["tags"])}
+        if "metadata" in values and isinstance(values["metadata"], dict):
+            values = {**values, "metadata": json.dumps(values["metadata"], ensure_ascii=False)}
+        res = self.table.update(where=where, values=values)
+        self._after_write()
+        return int(res.rows_updated)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        res = self.table.delete("id IN (" + ", ".join(quote(i) for i in ids) + ")")
+        self._after_write()
+        return int(res.num_deleted_rows)
+
+    def delete_where(self, where: str) -> int:
+        res = self.table.delete(where)
+        self._after_write()
+        return int(res.num_deleted_rows)
+
+    # ---------------------------------------------------------------- reads
+    def _rows(self, where: str | None, columns: list[str], limit: int | None = None) -> list[dict[str, Any]]:
+        q = self.table.search()
+        if where:
+            q = q.where(where)
+        q = q.select(columns)
+        q = q.limit(limit) if limit else q.limit(self.table.count_rows() + 1)
+        return q.to_arrow().to_pylist()
+
+    def get(self, memory_id: str, *, with_vector: bool = False) -> Memory | None:
+        rows = self._rows(f"id = {quote(memory_id)}", COLUMNS + (["vector"] if with_vector else []), 2)
+        return _row_to_memory(rows[0], with_vector=with_vector) if rows else None
+
+    def get_many(self, ids: Sequence[str], *, with_vector: bool = False) -> list[Memory]:
+        if not ids:
+            return []
+        where = "id IN (" + ", ".join(quote(i) for i in ids) + ")"
+        rows = self._rows(where, COLUMNS + (["vector"] if with_vector else []), len(ids) + 1)
+        return [_row_to_memory(r, with_vector=with_vector) for r in rows]
+
+    def resolve_id(self, ref: str) -> str:
+        """A full id or a unique prefix (≥ 4 characters, dashes optional) → the full id."""
+        if not isinstance(ref, str):
+            raise ValidationError("a memory id must be a string")
+        raw = ref.strip().lower()
+        if len(raw.replace("-", "")) < MIN_PREFIX or not set(raw) <= _ID_CHARS:
+            raise ValidationError(
+                f"invalid memory id {ref!r}: give the id or at least {MIN_PREFIX} of its hex digits"
+            )
+        if len(raw) == 36:
+            if self.get(raw) is None:
+                raise NotFoundError(f"no memory with id {ref}")
+            return raw
+        compact = raw.replace("-", "")
+        # Ids are shown short (their last 8 hex digits) and full: accept a prefix or a suffix of either.
+        ids = [r["id"] for r in self._rows(None, ["id"])]
+        hits = [i for i in ids if i.startswith(raw) or i.replace("-", "").startswith(compact)
+                or i.replace("-", "").endswith(compact)]
+        if not hits:
+            raise NotFoundError(f"no memory with id {ref}")
+        if len(hits) > 1:
+            raise AmbiguousIdError(
+                f"id {ref!r} matches {len(hits)} memories ({', '.join(h[:13] for h in hits[:5])}…): give more characters"
+            )
+        return hits[0]
+
+    def scan(self, where: str | None, *, with_vector: bool = False) -> list[Memory]:
+        cols = COLUMNS + (["vector"] if with_vector else [])
+        return [_row_to_memory(r, with_vector=with_vector) for r in self._rows(where, cols)]
+
+    def iter_batches(self, where: str | None = None, *, with_vector: bool = False,
+                     batch_size: int = 1000) -> Iterator[list[Memory]]:
+        """Stream every matching memory in batches (export, reindex)."""
+        import lance  # noqa: F401  (pylance provides the dataset scanner)
+
+        ds = self.table.to_lance()
+        cols = COLUMNS + (["vector"] if with_vector else [])
+        for batch in ds.to_batches(columns=cols, filter=where, batch_size=batch_size):
+            yield [_row_to_memory(r, with_vector=with_vector) for r in batch.to_pylist()]
+
+    def page(self, where: str | None, *, limit: int, offset: int = 0) -> list[Memory]:
+        """Newest first (by created_at, then id), exact filters, paged."""
+        keys = self._rows(where, ["id", "created_at"])
+        keys.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
+        ids = [r["id"] for r in keys[offset: offset + limit]]
+        by_id = {m.id: m for m in self.get_many(ids)}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def find(self, where: str, limit: int = 10) -> list[Memory]:
+        return [_row_to_memory(r) for r in self._rows(where, COLUMNS, limit)]
+
+    def count(self, where: str | None = None) -> int:
+        return int(self.table.count_rows(where) if where else self.table.count_rows())
+
+    def column_values(self, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
+        return self._rows(where, columns)
+
+    # ---------------------------------------------------------------- search
+    def vector_search(self, vector: Sequence[float], where: str | None, k: int) -> list[tuple[Memory, float]]:
+        """Nearest memories by cosine similarity, filtered before top-k. Returns (memory, cosine)."""
+        q = self.table.search(list(vector), vector_column_name="vector").distance_type("cosine")
+        if where:
+            q = q.where(where, prefilter=True)
+        if self.has_vector_index():
+            q = q.refine_factor(4).nprobes(32)
+        rows = q.select(COLUMNS + ["_distance"]).limit(k).to_arrow().to_pylist()
+        return [(_row_to_memory(r), 1.0 - float(r["_distance"])) for r in rows]
+
+    def text_search(self, text: str, where: str | None, k: int) -> list[tuple[Memory, float]]:
+        """Full-text (BM25) search over the normalised text, filtered before top-k. Returns (memory, bm25)."""
+        query = search_text(text).strip()
+        if not query:
+            return []
+        self.ensure_fts_index()
+        if not self._fts_ready:
+            return []
+        from lancedb.query import MatchQuery
+
+        q = self.table.search(MatchQuery(query, "search_text"), query_type="fts")
+        if where:
+            q = q.where(where, prefilter=True)
+        try:
+            rows = q.select(COLUMNS + ["_score"]).limit(k).to_arrow().to_pylist()
+        except (ValueError, RuntimeError) as exc:
+            if "no inverted index" in str(exc).lower() or "index" in str(exc).lower():
+                self._fts_ready = False
+                return []
+            raise
+        return [(_row_to_memory(r), float(r["_score"])) for r in rows]
+
+    # ---------------------------------------------------------------- indexes and compaction
+    def _index_names(self) -> dict[str, Any]:
+        return {ix.name: ix for ix in self.table.list_indices()}
+
+    def has_vector_index(self) -> bool:
+        return any(ix.index_type.upper().startswith("IVF") for ix in self._index_names().values())
+
+    def ensure_fts_index(self) -> None:
+        """Create the ICU full-text index (finds 数据库 inside a Chinese sentence) once there is data."""
+        if self._fts_ready:
+            return
+        if "search_text_idx" in self._index_names():
+            self._fts_ready = True
+            return
+        if self.table.count_rows() == 0:
+            return
+        from lancedb.index import FTS
+
+        try:
+            self.table.create_index(
+                "search_text",
+                config=FTS(base_tokenizer="icu", language="English", stem=True, remove_stop_words=False,
+                           lower_case=True, ascii_folding=True, with_position=False),
+                name="search_text_idx",
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            if "already exists" not in str(exc).lower() and "conflict" not in str(exc).lower():
+                raise
+        self._fts_ready = True
+
+    def ensure_vector_index(self, *, force: bool = False) -> bool:
+        """An ANN index once the table is large enough for exact search to be slow."""
+        n = self.table.count_rows()
+        if self.has_vector_index() or (n < VECTOR_INDEX_MIN_ROWS and not force) or n < 256:
+            return False
+        from lancedb.index import HnswSq
+
+        partitions = max(1, n // 8192)
+        self.table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=partitions),
+                                name="vector_idx")
+        return True
+
+    def fragment_count(self) -> int:
+        return int(self.table.stats()["fragment_stats"]["num_fragments"])
+
+    def _after_write(self) -> None:
+        self._writes_since_check += 1
+        if self.auto_compact_fragments and self._writes_since_check >= max(4, self.auto_compact_fragments // 4):
+            self._writes_since_check = 0
+            try:
+                if self.fragment_count() >= self.auto_compact_fragments:
+                    self.compact(blocking=False)
+            except (OSError, RuntimeError, ValueError):
+                pass  # compaction is an optimisation; the write itself succeeded
+
+    @contextmanager
+    def _compact_lock(self, blocking: bool) -> Iterator[bool]:
+        """One compactor at a time across processes (an flock beside a local store)."""
+        if not self._local:
+            yield True
+            return
+        import fcntl
+
+        path = Path(self.uri) / ".compact.lock"
+        with open(path, "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def compact(self, *, blocking: bool = True, retries: int = 8) -> dict[str, Any]:
+        """Merge small fragments, fold new rows into the indexes, drop old versions. Retries conflicts."""
+        before = self.fragment_count()
+        with self._compact_lock(blocking) as owner:
+            if not owner:
+                return {"compacted": False, "reason": "another process is compacting", "fragments": before}
+            self.ensure_fts_index()
+            self.ensure_vector_index()
+            delay = 0.05
+            for attempt in range(retries):
+                try:
+                    self.table.optimize(cleanup_older_than=timedelta(minutes=5))
+                    break
+                except (RuntimeError, OSError, ValueError) as exc:
+                    if "conflict" not in str(exc).lower() or attempt == retries - 1:
+                        raise StoreError(f"compaction failed: {exc}") from exc
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+        return {"compacted": True, "fragments_before": before, "fragments": self.fragment_count()}
+
+    def size_bytes(self) -> int:
+        return int(self.table.stats().get("total_bytes", 0))
+
+    # ---------------------------------------------------------------- reindex support
+    def new_table(self, name: str, dim: int) -> Any:
+        """A fresh memories table (reindex fills it, then :meth:`activate` switches to it)."""
+        try:
+            self.db.drop_table(name)
+        except (ValueError, FileNotFoundError):
+            pass
+        t = self.db.create_table(name, schema=memory_schema(dim))
+        t.set_unenforced_primary_key("id")
+        return t
+
+    def activate(self, name: str, identity: dict[str, Any]) -> None:
+        """Point the store at another table built with another embedder; drop the old table."""
+        old = self.table_name
+        self.write_meta({"active_table": name, "embedder": json.dumps(identity)})
+        self.table_name, self.stored_identity, self.identity = name, identity, identity
+        self.dim = int(identity["dim"])
+        self.table = self.db.open_table(name)
+        self._fts_ready = False
+        if old != name:
+            try:
+                self.db.drop_table(old)
+            except (ValueError, FileNotFoundError, OSError):
+                pass
+
+
+def same_embedder(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (a.get("provider"), a.get("model"), int(a.get("dim", 0))) == (
+        b.get("provider"), b.get("model"), int(b.get("dim", 0)))
+
+
+def describe(identity: dict[str, Any]) -> str:
+    return f"{identity.get('provider')}:{identity.get('model')} ({identity.get('dim')} dims)"

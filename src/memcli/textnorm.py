@@ -1,0 +1,57 @@
+"""Text normalisation for keyword search: the stored content keeps its original form.
+
+- NFKC folds full-width forms to half-width (ＡＢＣ１２３ → ABC123) and compatibility characters;
+- Traditional Chinese is mapped to Simplified (頻道 → 频道) so either form finds the other;
+- identifiers are also indexed by their parts (search_v2 → search v2, camelCase → camel case).
+The ICU tokenizer of the full-text index then splits Chinese/Japanese words inside sentences.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+_CJK_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_IDENT_RE = re.compile(r"[A-Za-z0-9]+(?:[_./:\-][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*")
+_CAMEL_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+@lru_cache(maxsize=1)
+def _t2s() -> Any:
+    try:
+        from opencc_purepy import OpenCC
+
+        return OpenCC("t2s")
+    except Exception:  # noqa: BLE001 - the converter is an optional nicety; search still works without it
+        return None
+
+
+def to_simplified(text: str) -> str:
+    """Traditional → Simplified Chinese (a no-op for text with no CJK characters)."""
+    if not _CJK_RE.search(text):
+        return text
+    conv = _t2s()
+    return conv.convert(text) if conv is not None else text
+
+
+def _identifier_parts(text: str) -> list[str]:
+    parts: list[str] = []
+    for m in _IDENT_RE.finditer(text):
+        pieces = [p for chunk in re.split(r"[_./:\-]+", m.group(0)) for p in _CAMEL_RE.findall(chunk)]
+        if len(pieces) > 1:
+            parts.extend(pieces)
+    return parts
+
+
+def normalise(text: str) -> str:
+    """The form both documents and queries are searched in."""
+    return to_simplified(unicodedata.normalize("NFKC", text)).casefold()
+
+
+def search_text(text: str) -> str:
+    """Normalised text plus the parts of identifiers, for the full-text index."""
+    norm = normalise(text)
+    parts = _identifier_parts(unicodedata.normalize("NFKC", text))
+    return norm + (" \n" + " ".join(parts).casefold() if parts else "")
