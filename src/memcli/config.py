@@ -42,6 +42,7 @@ class EmbedderConfig:
     timeout: float = 30.0
     batch_size: int = 64
     max_retries: int = 4
+    backoff_base: float = 0.5  # seconds; retry delays grow as backoff_base * 2**attempt (with jitter)
 
 
 @dataclass

@@ -271,6 +271,8 @@ class RecallHit:
     memory: Memory
     score: float
     explain: dict[str, Any] | None = None
+    similarity: float = 0.0  # calibrated vector similarity, 0..1 (absolute: comparable across queries)
+    keyword: bool = False  # found by the keyword (full-text) search too
 
     def item(self) -> dict[str, Any]:
         out = self.memory.item()

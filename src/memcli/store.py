@@ -104,6 +104,8 @@ class MemoryStore:
         self._local = "://" not in uri
         self._writes_since_check = 0
         self._fts_ready = False
+        self._has_vec_index = False
+        self._vec_index_checked = -1e9
         try:
             import lancedb
 
@@ -194,19 +196,28 @@ class MemoryStore:
         self._after_write()
 
     def update(self, memory_id: str, values: dict[str, Any], *, expected_version: int | None = None) -> int:
-        """Update columns of one row; with expected_version only if it is still current. Rows changed."""
-        where = f"id = {quote(memory_id)}"
-        if expected_version is not None:
-            where += f" AND version = {int(expected_version)}"
+        """Rewrite one row with ``values`` applied, only if its version is still ``expected_version``
+        (optimistic concurrency, checked inside the commit). Returns rows changed (0 or 1)."""
+        import pyarrow as pa
+
+        rows = self._rows(f"id = {quote(memory_id)}", self.table.schema.names, 2)
+        if not rows:
+            return 0
+        row = rows[0]
+        version = int(row["version"]) if expected_version is None else int(expected_version)
+        for k, v in values.items():
+            if k == "metadata":
+                v = json.dumps(v, ensure_ascii=False) if v else None
+            elif k == "tags":
+                v = list(v)
+            row[k] = v
         if "content" in values:
-            values = {**values, "search_text": search_text(values["content"])}
-        if "tags" in values:
-            values = {**values, "tags": list(values["tags"])}
-        if "metadata" in values and isinstance(values["metadata"], dict):
-            values = {**values, "metadata": json.dumps(values["metadata"], ensure_ascii=False)}
-        res = self.table.update(where=where, values=values)
+            row["search_text"] = search_text(values["content"])
+        data = pa.Table.from_pylist([row], schema=self.table.schema)
+        res = (self.table.merge_insert("id").when_matched_update_all(where=f"target.version = {version}")
+               .execute(data))
         self._after_write()
-        return int(res.rows_updated)
+        return int(res.num_updated_rows)
 
     def delete(self, ids: Sequence[str]) -> int:
         if not ids:
@@ -335,7 +346,13 @@ class MemoryStore:
         return {ix.name: ix for ix in self.table.list_indices()}
 
     def has_vector_index(self) -> bool:
-        return any(ix.index_type.upper().startswith("IVF") for ix in self._index_names().values())
+        """Whether an ANN index exists (re-checked at most every few seconds: another process may add it)."""
+        now = time.monotonic()
+        if now - self._vec_index_checked > 5.0:
+            self._has_vec_index = any(ix.index_type.upper().startswith("IVF")
+                                      for ix in self._index_names().values())
+            self._vec_index_checked = now
+        return self._has_vec_index
 
     def ensure_fts_index(self) -> None:
         """Create the ICU full-text index (finds 数据库 inside a Chinese sentence) once there is data."""
@@ -370,6 +387,7 @@ class MemoryStore:
         partitions = max(1, n // 8192)
         self.table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=partitions),
                                 name="vector_idx")
+        self._vec_index_checked = -1e9
         return True
 
     def fragment_count(self) -> int:

@@ -1,0 +1,418 @@
+"""MemoryService: the core API every face calls (remember, recall, list, get, update, forget, ...).
+
+It owns behaviour (validation, de-duplication, upserts, versions, hybrid recall); storage lives in
+:class:`memcli.store.MemoryStore`. It never imports a face and never reads configuration by itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memcli.errors import NotFoundError, ValidationError, VersionConflictError
+from memcli.models import (
+    DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
+    normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
+    validate_namespace, validate_tags,
+)
+from memcli.search import SearchOptions, build_where, fuse
+from memcli.store import memory_to_row, quote
+
+if TYPE_CHECKING:
+    from memcli.config import Config
+    from memcli.embedders import Embedder
+    from memcli.store import MemoryStore
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class NewMemory:
+    """One memory to write (remember_many, batch API)."""
+
+    content: str
+    tags: Sequence[str] | None = None
+    scope: str | None = None
+    agent: str | None = None
+    importance: float = 0.5
+    key: str | None = None
+    ttl: str | int | None = None
+    metadata: dict[str, Any] | str | None = None
+    namespace: str | None = None
+    project: str | None = None
+    created_at: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class MemoryService:
+    """The memory core, bound to one store and one embedder."""
+
+    def __init__(self, store: "MemoryStore", embedder: "Embedder", *, namespace: str = DEFAULT_NAMESPACE,
+                 agent: str | None = None, project: str | None = None, duplicate_threshold: float = 0.90,
+                 search: SearchOptions | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.namespace = validate_namespace(namespace)
+        self.agent = agent
+        self.project = project
+        self.duplicate_threshold = duplicate_threshold
+        self.search = search or SearchOptions()
+        self.calibration = embedder.calibration()
+
+    @classmethod
+    def open(cls, config: "Config", *, project: str | None = None, allow_mismatch: bool = False) -> "MemoryService":
+        """Open the store and embedder a Config describes."""
+        from memcli.embedders import make_embedder
+        from memcli.store import MemoryStore
+
+        embedder = make_embedder(config.embedder)
+        store = MemoryStore(config.data_uri, embedder.identity(), allow_mismatch=allow_mismatch,
+                            auto_compact_fragments=config.auto_compact_fragments)
+        return cls(store, embedder, namespace=config.namespace, agent=config.agent, project=project,
+                   duplicate_threshold=config.duplicate_threshold)
+
+    def close(self) -> None:
+        self.embedder.close()
+
+    # ------------------------------------------------------------------ helpers
+    def _ns(self, namespace: str | None) -> str:
+        return validate_namespace(namespace) if namespace is not None else self.namespace
+
+    def _prepare(self, item: NewMemory, source: str, now: int) -> Memory:
+        if source not in SOURCES:
+            raise ValidationError(f"unknown source {source!r}")
+        content = validate_content(item.content)
+        ttl_ms = parse_duration_ms(item.ttl) if item.ttl is not None else None
+        created = int(item.created_at) if item.created_at is not None else now
+        return Memory(
+            id=new_id(), content=content, namespace=self._ns(item.namespace),
+            project=item.project if item.project is not None else self.project,
+            scope=normalise_scope(item.scope, item.agent) if (item.scope or item.agent) else (
+                normalise_scope(agent=self.agent) if self.agent else "global"),
+            tags=validate_tags(item.tags), importance=validate_importance(item.importance),
+            key=validate_key(item.key), metadata=validate_metadata(item.metadata), source=source,
+            created_at=created, updated_at=now, expires_at=(now + ttl_ms) if ttl_ms else None, version=1,
+            content_hash=content_hash(content),
+        )
+
+    def _similar(self, vector: Any, namespace: str, threshold: float, *, exclude: str | None = None,
+                 k: int = 5) -> list[RecallHit]:
+        where = build_where(namespace=namespace, now=now_ms())
+        hits = []
+        for mem, cos in self.store.vector_search(vector, where, k + 1):
+            sim = self.calibration(cos)
+            if mem.id != exclude and sim >= threshold:
+                hits.append(RecallHit(memory=mem, score=sim, similarity=sim))
+        return hits[:k]
+
+    # ------------------------------------------------------------------ remember
+    def remember(self, content: str, *, tags: Sequence[str] | None = None, scope: str | None = None,
+                 agent: str | None = None, importance: float = 0.5, key: str | None = None,
+                 ttl: str | int | None = None, metadata: dict[str, Any] | str | None = None,
+                 namespace: str | None = None, project: str | None = None, source: str = "cli",
+                 created_at: int | None = None) -> RememberResult:
+        """Store one memory. Same content again (same namespace and scope) returns the existing id and
+        writes nothing; the same ``key`` again updates that memory; similar memories are reported in
+        ``duplicate_of`` but the write still happens."""
+        item = NewMemory(content=content, tags=tags, scope=scope, agent=agent, importance=importance, key=key,
+                         ttl=ttl, metadata=metadata, namespace=namespace, project=project, created_at=created_at)
+        return self.remember_many([item], source=source)[0]
+
+    def remember_many(self, items: Sequence[NewMemory], *, source: str = "cli",
+                      progress: Progress | None = None) -> list[RememberResult]:
+        """Store several memories with one batched embedding call and one write."""
+        now = now_ms()
+        mems = [self._prepare(it, source, now) for it in items]  # validate everything before writing
+        results: list[RememberResult | None] = [None] * len(mems)
+        to_write: list[int] = []
+        seen: dict[tuple[str, str, str], int] = {}
+        for i, m in enumerate(mems):
+            if m.key is not None:
+                existing = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key)}", 1)
+                if existing:
+                    self._upsert_by_key(existing[0], m)
+                    results[i] = RememberResult(memory_id=existing[0].id, created=False, updated=True)
+                    continue
+            ident = (m.namespace, m.scope, m.content_hash)
+            if ident in seen:
+                results[i] = RememberResult(memory_id=mems[seen[ident]].id, created=False)
+                continue
+            dup = self.store.find(
+                f"namespace = {quote(m.namespace)} AND scope = {quote(m.scope)} AND content_hash = "
+                f"{quote(m.content_hash)} AND (expires_at IS NULL OR expires_at > {now})", 1)
+            if dup:
+                results[i] = RememberResult(memory_id=dup[0].id, created=False)
+                continue
+            seen[ident] = i
+            to_write.append(i)
+        if to_write:
+            vectors = self._embed_passages([mems[i].content for i in to_write], progress)
+            rows = []
+            for i, vec in zip(to_write, vectors):
+                similar = self._similar(vec, mems[i].namespace, self.duplicate_threshold)
+                results[i] = RememberResult(memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar])
+                rows.append(memory_to_row(mems[i], vec))
+            self.store.insert(rows)
+        return [r for r in results if r is not None]
+
+    def _embed_passages(self, texts: list[str], progress: Progress | None, batch: int = 32) -> Any:
+        import numpy as np
+
+        out = []
+        for start in range(0, len(texts), batch):
+            out.append(self.embedder.embed_passages(texts[start:start + batch]))
+            if progress:
+                progress(min(start + batch, len(texts)), len(texts))
+        return np.concatenate(out) if out else np.zeros((0, self.embedder.dim), dtype=np.float32)
+
+    def _upsert_by_key(self, old: Memory, new: Memory) -> None:
+        values: dict[str, Any] = {"tags": new.tags, "importance": new.importance, "scope": new.scope,
+                                  "metadata": new.metadata, "expires_at": new.expires_at, "updated_at": new.updated_at,
+                                  "version": old.version + 1, "source": new.source}
+        if new.content_hash != old.content_hash:
+            values.update(content=new.content, content_hash=new.content_hash,
+                          vector=[float(x) for x in self.embedder.embed_passages([new.content])[0]])
+        if not self.store.update(old.id, values, expected_version=old.version):
+            raise VersionConflictError(f"memory {old.id} changed while it was being updated; try again")
+
+    # ------------------------------------------------------------------ recall
+    def recall(self, query: str, *, top_k: int = 5, namespace: str | None = None, scope: str | None = None,
+               agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
+               until: int | None = None, project: str | None = None, project_only: bool = False,
+               include_expired: bool = False, explain: bool = False, mode: str | None = None,
+               min_score: float = 0.0) -> list[RecallHit]:
+        """Hybrid recall: the memories most relevant to ``query``, filtered before top-k."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("the query is empty: say what to recall")
+        query = query.strip()[:4000]
+        if not 1 <= int(top_k) <= 1000:
+            raise ValidationError("top_k must be between 1 and 1000")
+        scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
+        now = now_ms()
+        proj = project if project is not None else self.project
+        where = build_where(namespace=self._ns(namespace), scopes=scopes, tags=validate_tags(tags), since=since,
+                            until=until, project=proj if project_only else None, include_expired=include_expired,
+                            now=now)
+        mode = mode or self.search.mode
+        if mode not in ("hybrid", "vector", "text"):
+            raise ValidationError("mode must be hybrid, vector or text")
+        n = max(self.search.candidates, top_k * 2)
+        vec_hits = self.store.vector_search(self.embedder.embed_query(query), where, n) if mode != "text" else []
+        txt_hits = self.store.text_search(query, where, n) if mode != "vector" else []
+        hits = fuse(vec_hits, txt_hits, calibrate=self.calibration, opts=self.search, now=now, project=proj,
+                    top_k=top_k, explain=explain)
+        return [h for h in hits if h.score >= min_score]
+
+    def check_duplicate(self, content: str, *, namespace: str | None = None,
+                        threshold: float | None = None) -> DuplicateCheck:
+        """Is this content already remembered (exactly, or with a similarity ≥ threshold)?"""
+        text = validate_content(content)
+        thr = self.duplicate_threshold if threshold is None else float(threshold)
+        if not 0.0 <= thr <= 1.0:
+            raise ValidationError("threshold must be between 0 and 1")
+        ns = self._ns(namespace)
+        exact = self.store.find(f"namespace = {quote(ns)} AND content_hash = {quote(content_hash(text))}", 5)
+        similar = [RecallHit(memory=m, score=1.0, similarity=1.0) for m in exact]
+        for h in self._similar(self.embedder.embed_passages([text])[0], ns, thr):
+            if all(h.memory.id != s.memory.id for s in similar):
+                similar.append(h)
+        return DuplicateCheck(is_duplicate=bool(similar), similar=similar)
+
+    # ------------------------------------------------------------------ read / change / delete
+    def get(self, ref: str) -> Memory:
+        """One memory by id or unique prefix."""
+        mem = self.store.get(self.store.resolve_id(ref))
+        if mem is None:
+            raise NotFoundError(f"no memory with id {ref}")
+        return mem
+
+    def list(self, *, namespace: str | None = None, all_namespaces: bool = False, scope: str | None = None,
+             agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
+             until: int | None = None, project: str | None = None, source: str | None = None,
+             include_expired: bool = False, limit: int = 50, offset: int = 0) -> list[Memory]:
+        """Memories matching exact filters, newest first."""
+        if not 0 < int(limit) <= 100_000 or int(offset) < 0:
+            raise ValidationError("limit must be 1..100000 and offset ≥ 0")
+        scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
+        where = build_where(namespace=None if all_namespaces else self._ns(namespace), scopes=scopes,
+                            tags=validate_tags(tags), since=since, until=until, project=project, source=source,
+                            include_expired=include_expired, now=now_ms())
+        return self.store.page(where, limit=int(limit), offset=int(offset))
+
+    def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
+               importance: float | None = None, scope: str | None = None, agent: str | None = None,
+               metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
+               expected_version: int | None = None) -> Memory:
+        """Change a memory; re-embeds only when the content changes; version + 1."""
+        mem = self.get(ref)
+        if expected_version is not None and int(expected_version) != mem.version:
+            raise VersionConflictError(
+                f"memory {mem.id} is at version {mem.version}, not {expected_version}: it changed since you read it")
+        values: dict[str, Any] = {}
+        if content is not None:
+            text = validate_content(content)
+            if content_hash(text) != mem.content_hash or text != mem.content:
+                values.update(content=text, content_hash=content_hash(text))
+                if content_hash(text) != mem.content_hash:
+                    values["vector"] = [float(x) for x in self.embedder.embed_passages([text])[0]]
+        if tags is not None:
+            values["tags"] = validate_tags(tags)
+        if importance is not None:
+            values["importance"] = validate_importance(importance)
+        if scope is not None or agent is not None:
+            values["scope"] = normalise_scope(scope, agent)
+        if metadata is not None:
+            values["metadata"] = validate_metadata(metadata)
+        if ttl is not None:
+            values["expires_at"] = now_ms() + parse_duration_ms(ttl)
+        if not values:
+            return mem
+        values.update(updated_at=now_ms(), version=mem.version + 1)
+        if not self.store.update(mem.id, values, expected_version=mem.version):
+            raise VersionConflictError(f"memory {mem.id} changed while it was being updated; read it and try again")
+        updated = self.store.get(mem.id)
+        assert updated is not None
+        return updated
+
+    def forget(self, refs: Sequence[str] | str) -> list[str]:
+        """Delete memories by id or unique prefix; every id is resolved before anything is deleted."""
+        if isinstance(refs, str):
+            refs = [refs]
+        if not refs:
+            raise ValidationError("give at least one memory id")
+        ids = list(dict.fromkeys(self.store.resolve_id(r) for r in refs))
+        self.store.delete(ids)
+        return ids
+
+    # ------------------------------------------------------------------ export / import
+    def export(self, *, namespace: str | None = None, scope: str | None = None, tags: Sequence[str] | None = None,
+               with_vectors: bool = False, include_expired: bool = True) -> Iterator[Memory]:
+        """Every memory (of every namespace and scope unless filtered), oldest first."""
+        where = build_where(namespace=validate_namespace(namespace) if namespace else None,
+                            scopes=[normalise_scope(scope)] if scope else None, tags=validate_tags(tags),
+                            include_expired=include_expired, now=now_ms())
+        mems = [m for batch in self.store.iter_batches(where, with_vector=with_vectors) for m in batch]
+        mems.sort(key=lambda m: (m.created_at, m.id))
+        yield from mems
+
+    def import_records(self, records: Iterable[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
+                       progress: Progress | None = None, batch: int = 64) -> dict[str, int]:
+        """Import full-fidelity records (export's JSONL). Idempotent by id; vectors reused when the
+        exporting embedder matches, else re-embedded."""
+        from memcli.store import same_embedder
+
+        reuse = vectors_identity is not None and same_embedder(vectors_identity, self.embedder.identity())
+        recs = list(records)
+        mems: list[tuple[Memory, Any]] = []
+        for i, r in enumerate(recs):
+            if not isinstance(r, dict):
+                raise ValidationError(f"record {i + 1} is not a JSON object")
+            try:
+                mems.append((_record_to_memory(r), r.get("vector") if reuse else None))
+            except ValidationError as exc:
+                raise ValidationError(f"record {i + 1}: {exc.message}") from None
+        existing = set()
+        for start in range(0, len(mems), 500):
+            chunk = [m.id for m, _ in mems[start:start + 500]]
+            existing |= {m.id for m in self.store.get_many(chunk)}
+        todo = [(m, v) for m, v in mems if m.id not in existing]
+        added = 0
+        for start in range(0, len(todo), batch):
+            chunk = todo[start:start + batch]
+            need = [m.content for m, v in chunk if v is None or len(v) != self.embedder.dim]
+            fresh = iter(self.embedder.embed_passages(need)) if need else iter(())
+            rows = [memory_to_row(m, v if v is not None and len(v) == self.embedder.dim else next(fresh))
+                    for m, v in chunk]
+            added += self.store.insert(rows)
+            if progress:
+                progress(min(start + batch, len(todo)), len(todo))
+        return {"read": len(recs), "added": added, "skipped": len(recs) - added}
+
+    # ------------------------------------------------------------------ maintenance
+    def stats(self) -> dict[str, Any]:
+        rows = self.store.column_values(None, ["namespace", "scope", "tags", "expires_at"])
+        now = now_ms()
+        by_ns: dict[str, int] = {}
+        by_scope: dict[str, int] = {}
+        by_tag: dict[str, int] = {}
+        expired = 0
+        for r in rows:
+            by_ns[r["namespace"]] = by_ns.get(r["namespace"], 0) + 1
+            by_scope[r["scope"]] = by_scope.get(r["scope"], 0) + 1
+            for t in r["tags"] or []:
+                by_tag[t] = by_tag.get(t, 0) + 1
+            if r["expires_at"] is not None and r["expires_at"] <= now:
+                expired += 1
+        return {
+            "total": len(rows), "expired": expired, "namespaces": by_ns, "scopes": by_scope,
+            "tags": dict(sorted(by_tag.items(), key=lambda kv: -kv[1])[:50]),
+            "embedder": self.store.stored_identity, "store": self.store.uri,
+            "size_bytes": self.store.size_bytes(), "fragments": self.store.fragment_count(),
+            "indexes": sorted(self.store._index_names()),
+        }
+
+    def compact(self) -> dict[str, Any]:
+        return self.store.compact(blocking=True)
+
+    def reindex(self, *, progress: Progress | None = None, batch: int = 64) -> dict[str, Any]:
+        """Re-embed every memory with the configured embedder into a new table, then switch to it.
+        Interrupted, the old table stays active and nothing is lost."""
+        identity = self.embedder.identity()
+        name = f"memories_{now_ms()}"
+        new = self.store.new_table(name, int(identity["dim"]))
+        import pyarrow as pa
+
+        total = self.store.count()
+        done = 0
+        for mems in self.store.iter_batches(None, batch_size=batch):
+            vecs = self.embedder.embed_passages([m.content for m in mems])
+            rows = [memory_to_row(m, v) for m, v in zip(mems, vecs)]
+            new.add(pa.Table.from_pylist(rows, schema=new.schema))
+            done += len(mems)
+            if progress:
+                progress(done, total)
+        if new.count_rows() != total:
+            raise ValidationError("the store changed during reindex; run it again")
+        self.store.activate(name, identity)
+        self.store.compact(blocking=True)
+        self.calibration = self.embedder.calibration()
+        return {"reindexed": done, "embedder": identity, "table": name}
+
+    def distill(self, *, archive: Callable[[list[Memory]], None] | None = None) -> dict[str, int]:
+        """Archive (hand to ``archive``) and delete expired memories; merge exact duplicates."""
+        now = now_ms()
+        expired = self.store.scan(f"expires_at IS NOT NULL AND expires_at <= {now}")
+        if expired and archive:
+            archive(expired)
+        n_exp = self.store.delete([m.id for m in expired])
+        rows = self.store.column_values(None, ["id", "namespace", "scope", "content_hash", "created_at"])
+        rows.sort(key=lambda r: (r["created_at"], r["id"]))
+        first: dict[tuple[str, str, str], str] = {}
+        dups = []
+        for r in rows:
+            k = (r["namespace"], r["scope"], r["content_hash"])
+            if k in first:
+                dups.append(r["id"])
+            else:
+                first[k] = r["id"]
+        n_dup = self.store.delete(dups)
+        return {"expired_archived": n_exp, "duplicates_merged": n_dup}
+
+
+def _record_to_memory(r: dict[str, Any]) -> Memory:
+    content = validate_content(r.get("content"))
+    now = now_ms()
+    mid = r.get("id") or r.get("memory_id") or new_id()
+    if not isinstance(mid, str) or not 8 <= len(mid) <= 64:
+        raise ValidationError("invalid id")
+    created = int(r.get("created_at") or now)
+    return Memory(
+        id=mid, content=content, namespace=validate_namespace(r.get("namespace") or DEFAULT_NAMESPACE),
+        project=r.get("project"), scope=normalise_scope(r.get("scope") or "global"),
+        tags=validate_tags(r.get("tags")), importance=validate_importance(r.get("importance", 0.5)),
+        key=validate_key(r.get("key")), metadata=validate_metadata(r.get("metadata")),
+        source=r.get("source") if r.get("source") in SOURCES else "import", created_at=created,
+        updated_at=int(r.get("updated_at") or created), expires_at=r.get("expires_at"),
+        version=int(r.get("version") or 1), content_hash=content_hash(content),
+    )
