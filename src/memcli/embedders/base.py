@@ -92,9 +92,18 @@ class CachedEmbedder(Embedder):
 
     def __init__(self, inner: Embedder, size: int = 4096) -> None:
         self.inner = inner
-        self.provider, self.model, self.dim = inner.provider, inner.model, inner.dim
+        self.provider, self.model = inner.provider, inner.model
         self._cache: OrderedDict[tuple[bool, str], np.ndarray] = OrderedDict()
         self._size = size
+
+    @property  # type: ignore[override]
+    def dim(self) -> int:
+        """The inner embedder's dim, read lazily (an HTTP embedder may learn it from its first response)."""
+        return self.inner.dim
+
+    @dim.setter
+    def dim(self, value: int) -> None:
+        self.inner.dim = value
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
@@ -124,7 +133,6 @@ class CachedEmbedder(Embedder):
             v = self._cache[k]
             self._cache.move_to_end(k)
             out.append(v)
-        self.dim = self.inner.dim
         return np.stack(out)
 
     def close(self) -> None:

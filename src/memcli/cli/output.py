@@ -1,0 +1,84 @@
+"""The one rendering layer: JSON for machines, rich tables for people, errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    """Machine output: one JSON document on stdout."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def emit(data: Any, json_mode: bool, human: Callable[[Any], None] | None = None) -> None:
+    """Print ``data`` as JSON, or with ``human`` (defaults to a pretty JSON dump)."""
+    if json_mode or human is None:
+        print_json(data)
+    else:
+        human(data)
+
+
+def age(ms: int | None, now_ms: int | None = None) -> str:
+    """A short age: 5s, 12m, 3h, 4d, 2mo, 1y."""
+    if not ms:
+        return ""
+    now = now_ms if now_ms is not None else int(datetime.now(timezone.utc).timestamp() * 1000)
+    s = max(0, (now - int(ms)) // 1000)
+    for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+def memories_table(items: Sequence[dict[str, Any]], *, title: str | None = None, score: bool = False) -> None:
+    """A rich table of memory items (the JSON item shape)."""
+    from memcli.models import short_id
+
+    if not items:
+        out.print("[dim]No memories.[/dim]")
+        return
+    t = Table(title=title, show_lines=False, header_style="bold")
+    t.add_column("id", style="cyan", no_wrap=True)
+    if score:
+        t.add_column("score", justify="right")
+    t.add_column("content", overflow="fold", ratio=1)
+    t.add_column("tags", style="magenta")
+    t.add_column("scope", style="green")
+    t.add_column("age", justify="right", style="dim")
+    for it in items:
+        row = [short_id(it["memory_id"])]
+        if score:
+            row.append(f"{it.get('score', 0):.2f}")
+        content = it["content"] if len(it["content"]) <= 300 else it["content"][:297] + "…"
+        row += [content, ", ".join(it.get("tags") or []), it.get("scope", ""), age(it.get("created_at"))]
+        t.add_row(*row)
+    out.print(t)
+
+
+def key_values(data: dict[str, Any], *, title: str | None = None) -> None:
+    """A two-column table of a mapping (nested values as compact JSON)."""
+    t = Table(title=title, show_header=False)
+    t.add_column("key", style="bold")
+    t.add_column("value", overflow="fold")
+    for k, v in data.items():
+        t.add_row(str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
+    out.print(t)
+
+
+def error(message: str, json_mode: bool, code: str = "error") -> None:
+    """An error: a JSON object on stdout with --json, else a red line on stderr."""
+    if json_mode:
+        print_json({"ok": False, "error": message, "code": code})
+    else:
+        err.print(f"[bold red]Error:[/bold red] {message}", markup=True, highlight=False)

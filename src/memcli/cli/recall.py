@@ -1,0 +1,53 @@
+"""`memcli recall`: find the memories most relevant to a query."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from memcli.cli.context import use_json, with_namespace
+from memcli.cli.output import emit, memories_table
+from memcli.models import parse_time_ms
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("recall")
+    def recall(
+        ctx: typer.Context,
+        query: str = typer.Argument(..., help="What you are looking for, in any words or language."),
+        top_k: int = typer.Option(5, "--top-k", "-k", help="How many memories to return."),
+        agent: Optional[str] = typer.Option(None, "--agent", help="Only memories of this agent."),
+        scope: Optional[str] = typer.Option(None, "--scope", help="Only this scope ('global' or 'agent:NAME')."),
+        tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="Only memories with this tag (repeatable: all)."),
+        since: Optional[str] = typer.Option(None, "--since", help="Only newer than: 2d, 12h, or an ISO date."),
+        until: Optional[str] = typer.Option(None, "--until", help="Only older than: 2d, or an ISO date."),
+        project: Optional[str] = typer.Option(None, "--project", help="Only memories written in this project."),
+        include_expired: bool = typer.Option(False, "--include-expired", help="Also expired memories."),
+        mode: str = typer.Option("hybrid", "--mode", help="hybrid, vector or text."),
+        explain: bool = typer.Option(False, "--explain", help="Show each signal behind the score."),
+        namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (default from config)."),
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Recall memories by meaning and keyword.
+
+        Example: memcli recall "which database do we use" --top-k 3
+        """
+        st = use_json(ctx, json_)
+        with_namespace(ctx, namespace)
+        hits = st.service().recall(
+            query, top_k=top_k, agent=agent, scope=scope, tags=tag,
+            since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
+            project=project, project_only=project is not None, include_expired=include_expired, explain=explain,
+            mode=mode)
+        items = [h.item() for h in hits]
+        emit(items, st.json, lambda d: _human(d, explain))
+
+
+def _human(items: list[dict], explain: bool) -> None:
+    from memcli.cli.output import out
+
+    memories_table(items, score=True)
+    if explain:
+        for it in items:
+            out.print(f"[cyan]{it['memory_id'][-8:]}[/cyan] {it.get('explain')}")

@@ -1,0 +1,50 @@
+"""`memcli remember`: store a memory."""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+from memcli.cli.context import use_json, with_namespace
+from memcli.cli.output import emit, out
+from memcli.errors import ValidationError
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"stdin is not valid UTF-8 (byte {exc.start}); nothing was stored") from None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("remember")
+    def remember(
+        ctx: typer.Context,
+        text: str = typer.Argument(..., help="What to remember, or - to read it from stdin."),
+        tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="A tag (repeatable)."),
+        agent: Optional[str] = typer.Option(None, "--agent", help="Agent scope: stored as agent:NAME."),
+        scope: Optional[str] = typer.Option(None, "--scope", help="'global' or 'agent:NAME'."),
+        importance: float = typer.Option(0.5, "--importance", "-i", help="0.0 .. 1.0"),
+        key: Optional[str] = typer.Option(None, "--key", help="Upsert handle: the same key updates that memory."),
+        ttl: Optional[str] = typer.Option(None, "--ttl", help="Expire after a duration: 30m, 12h, 7d, 2w."),
+        metadata: Optional[str] = typer.Option(None, "--metadata", help="A JSON object."),
+        namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (default from config)."),
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Remember a fact, decision or lesson.
+
+        Example: memcli remember "the billing service uses PostgreSQL 16" --tag decision
+        """
+        st = use_json(ctx, json_)
+        with_namespace(ctx, namespace)
+        content = _read_stdin() if text == "-" else text
+        res = st.service().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
+                                    ttl=ttl, metadata=metadata, source="cli")
+        emit(res.item(), st.json, lambda d: out.print(
+            f"[green]{'Remembered' if d['created'] else ('Updated' if d['updated'] else 'Already remembered')}"
+            f"[/green] {d['memory_id']}"
+            + (f"\n[yellow]Similar to:[/yellow] {', '.join(d['duplicate_of'])}" if d["duplicate_of"] else "")))
