@@ -1,0 +1,213 @@
+"""The core API through the library, on a real LanceDB directory."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from memcli.config import load_config
+from memcli.errors import (
+    AmbiguousIdError, EmbedderMismatchError, NotFoundError, ValidationError, VersionConflictError,
+)
+from memcli.service import MemoryService, NewMemory
+
+
+def test_remember_then_get_roundtrips_every_field(service: MemoryService) -> None:
+    res = service.remember("  The deploy script lives in ops/deploy.sh  ", tags=["ops", "ops", " infra "],
+                           agent="codex", importance=0.8, metadata={"ticket": "OPS-12"}, key="deploy-script")
+    mem = service.get(res.memory_id)
+    assert mem.content == "The deploy script lives in ops/deploy.sh"
+    assert mem.tags == ["ops", "infra"]
+    assert mem.scope == "agent:codex"
+    assert mem.importance == 0.8 and mem.metadata == {"ticket": "OPS-12"} and mem.key == "deploy-script"
+    assert mem.namespace == "default" and mem.version == 1 and mem.source == "cli"
+    assert abs(mem.created_at - time.time() * 1000) < 60_000  # milliseconds
+    assert service.get(res.memory_id[-8:]).id == res.memory_id  # the short id works
+    assert service.get(res.memory_id[:13]).id == res.memory_id
+
+
+def test_exact_same_content_is_idempotent(service: MemoryService) -> None:
+    a = service.remember("retry me once")
+    b = service.remember("Retry   me once")  # whitespace and case folded
+    assert b.memory_id == a.memory_id and b.created is False
+    assert service.store.count() == 1
+    c = service.remember("retry me once", agent="other")  # another scope is another memory
+    assert c.created and service.store.count() == 2
+
+
+def test_same_key_updates_the_memory(service: MemoryService) -> None:
+    a = service.remember("the staging DB is on host db-1", key="staging-db")
+    b = service.remember("the staging DB moved to host db-7", key="staging-db")
+    assert b.memory_id == a.memory_id and b.updated
+    mem = service.get(a.memory_id)
+    assert "db-7" in mem.content and mem.version == 2 and service.store.count() == 1
+    assert service.recall("db-7", mode="text")[0].memory.id == a.memory_id  # re-indexed text
+
+
+def test_similar_memories_are_reported_but_written(service: MemoryService) -> None:
+    a = service.remember("the billing service uses PostgreSQL 16 for invoices and payments")
+    b = service.remember("the billing service uses PostgreSQL 16 for invoices and payment")
+    assert b.created and a.memory_id in b.duplicate_of
+    assert service.store.count() == 2
+
+
+@pytest.mark.parametrize("bad", ["", "   \n\t ", "x" * 32_001])
+def test_invalid_content_is_refused_and_nothing_written(service: MemoryService, bad: str) -> None:
+    with pytest.raises(ValidationError):
+        service.remember(bad)
+    assert service.store.count() == 0
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"importance": 1.5}, {"importance": "high"}, {"metadata": "{not json"}, {"metadata": "[1, 2]"},
+    {"scope": "team:x"}, {"scope": "agent:a:b"}, {"ttl": "soon"}, {"tags": [""]}, {"namespace": "bad ns"},
+])
+def test_invalid_fields_are_refused(service: MemoryService, kwargs: dict) -> None:
+    with pytest.raises(ValidationError):
+        service.remember("valid text", **kwargs)
+    assert service.store.count() == 0
+
+
+def test_quotes_in_filters_are_data_not_syntax(service: MemoryService) -> None:
+    service.remember("a normal memory", tags=["normal"])
+    evil = "x' OR '1'='1"
+    assert service.recall("memory", tags=[evil]) == []
+    assert service.list(tags=[evil]) == []
+    with pytest.raises(ValidationError, match="invalid scope"):  # agent names are simple names
+        service.recall("memory", agent="o'brien")
+    with pytest.raises(ValidationError):
+        service.remember("agent with a quote", agent="o'brien")
+    res = service.remember("tagged with a quote", tags=[evil])
+    assert [m.id for m in service.list(tags=[evil])] == [res.memory_id]
+    assert [h.memory.id for h in service.recall("quote", tags=[evil])] == [res.memory_id]
+    assert service.store.count() == 2
+
+
+def test_update_versions_and_optimistic_concurrency(service: MemoryService) -> None:
+    mid = service.remember("first text", tags=["a"]).memory_id
+    before = service.store.get(mid, with_vector=True)
+    m = service.update(mid, tags=["b"], importance=0.9)
+    assert m.version == 2 and m.tags == ["b"] and m.importance == 0.9
+    assert service.store.get(mid, with_vector=True).vector == before.vector  # no re-embed for tags
+    m = service.update(mid, content="second text", expected_version=2)
+    assert m.version == 3 and m.content == "second text"
+    assert service.store.get(mid, with_vector=True).vector != before.vector
+    with pytest.raises(VersionConflictError):
+        service.update(mid, content="stale write", expected_version=2)
+    assert service.get(mid).content == "second text"
+
+
+def test_forget_by_prefix_unknown_and_ambiguous(service: MemoryService) -> None:
+    ids = [service.remember(f"memory number {i}").memory_id for i in range(3)]
+    with pytest.raises(NotFoundError):
+        service.forget(["ffffffff"])
+    with pytest.raises(ValidationError):
+        service.forget(["zz"])
+    common = ids[0][:8]  # UUIDv7: same millisecond prefix is likely; force ambiguity with a 4-char prefix
+    if all(i.startswith(common[:4]) for i in ids):
+        with pytest.raises(AmbiguousIdError):
+            service.forget([common[:4]])
+    with pytest.raises(NotFoundError):  # nothing is deleted when one id is unknown
+        service.forget([ids[0], "ffffffff"])
+    assert service.store.count() == 3
+    assert service.forget([ids[0][-8:]]) == [ids[0]]
+    assert service.store.count() == 2
+    with pytest.raises(NotFoundError):
+        service.get(ids[0])
+
+
+def test_recall_keyword_only_hit_can_win(service: MemoryService) -> None:
+    for i in range(30):
+        service.remember(f"routine note {i} about deployments and the search service")
+    target = service.remember("flag search_v2 breaks pagination with error E4021").memory_id
+    assert service.recall("E4021", top_k=3)[0].memory.id == target
+    assert service.recall("search_v2", top_k=3)[0].memory.id == target
+
+
+def test_recall_filters_apply_before_top_k(service: MemoryService) -> None:
+    for i in range(60):
+        service.remember(f"common deployment note {i}", tags=["noise"])
+    rare = service.remember("common deployment note with the rare tag", tags=["rare"]).memory_id
+    hits = service.recall("common deployment note", top_k=5, tags=["rare"])
+    assert [h.memory.id for h in hits] == [rare]
+
+
+def test_expired_memories_are_hidden_unless_asked(service: MemoryService) -> None:
+    mid = service.remember("short lived fact", ttl=1).memory_id  # 1 second
+    time.sleep(1.2)
+    assert service.recall("short lived fact") == []
+    assert service.list() == []
+    assert [h.memory.id for h in service.recall("short lived fact", include_expired=True)] == [mid]
+    assert service.distill()["expired_archived"] == 1
+    assert service.store.count() == 0
+
+
+def test_namespaces_isolate(service: MemoryService) -> None:
+    service.remember("team alpha uses kafka", namespace="alpha")
+    service.remember("team beta uses rabbitmq", namespace="beta")
+    assert [h.memory.content for h in service.recall("uses", namespace="alpha")] == ["team alpha uses kafka"]
+    assert service.list() == []  # default namespace is empty
+    assert len(service.list(all_namespaces=True)) == 2
+
+
+def test_list_is_newest_first_and_paged(service: MemoryService) -> None:
+    ids = [r.memory_id for r in service.remember_many([NewMemory(content=f"item {i}", created_at=1_700_000_000_000 + i)
+                                                       for i in range(7)])]
+    page1 = [m.id for m in service.list(limit=3)]
+    page2 = [m.id for m in service.list(limit=3, offset=3)]
+    assert page1 == ids[::-1][:3] and page2 == ids[::-1][3:6]
+
+
+def test_export_import_roundtrip_into_empty_home(service: MemoryService, tmp_path: Path) -> None:
+    service.remember("alpha fact", tags=["x"], agent="codex", namespace="n1", metadata={"k": 1})
+    service.remember("beta fact", importance=0.9, key="b")
+    recs = [m.record(with_vector=True) for m in service.export(with_vectors=True)]
+    other = MemoryService.open(load_config(tmp_path / "other-home"))
+    try:
+        out = other.import_records(recs, vectors_identity=service.embedder.identity())
+        assert out == {"read": 2, "added": 2, "skipped": 0}
+        again = other.import_records(recs, vectors_identity=service.embedder.identity())
+        assert again["added"] == 0 and other.store.count() == 2
+        strip = lambda r: {k: v for k, v in r.items() if k != "vector"}  # noqa: E731
+        assert sorted(map(strip, (m.record() for m in other.export())), key=lambda r: r["id"]) == \
+            sorted(map(strip, recs), key=lambda r: r["id"])
+        assert other.recall("alpha", namespace="n1")[0].memory.content == "alpha fact"
+    finally:
+        other.close()
+
+
+def test_store_refuses_another_embedder_and_reindex_fixes_it(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    svc = MemoryService.open(load_config(home))
+    mid = svc.remember("kept across reindex").memory_id
+    svc.close()
+    monkeypatch.setenv("MEMCLI_EMBED_DIMS", "32")  # hash embedder with another dimension
+    with pytest.raises(EmbedderMismatchError, match="memcli reindex"):
+        MemoryService.open(load_config(home))
+    svc = MemoryService.open(load_config(home), allow_mismatch=True)
+    assert svc.reindex()["reindexed"] == 1
+    svc.close()
+    svc = MemoryService.open(load_config(home))
+    assert svc.get(mid).content == "kept across reindex" and svc.store.dim == 32
+    assert svc.recall("kept")[0].memory.id == mid
+    svc.close()
+
+
+def test_many_single_writes_get_compacted(home: Path) -> None:
+    cfg = load_config(home)
+    cfg.auto_compact_fragments = 16
+    svc = MemoryService.open(cfg)
+    for i in range(60):
+        svc.remember(f"single write number {i}")
+    assert svc.store.fragment_count() < 24
+    assert svc.store.count() == 60
+    assert svc.recall("single write number 42", mode="text")[0].memory.content == "single write number 42"
+    svc.close()
+
+
+def test_traditional_and_fullwidth_forms_match(service: MemoryService) -> None:
+    mid = service.remember("新的频道已经上线，ＡＰＩ版本２").memory_id
+    assert service.recall("頻道", mode="text")[0].memory.id == mid
+    assert service.recall("API", mode="text")[0].memory.id == mid
+    assert service.get(mid).content == "新的频道已经上线，ＡＰＩ版本２"  # original text kept
