@@ -56,10 +56,32 @@ def state(ctx: typer.Context) -> State:
 
 
 def use_json(ctx: typer.Context, flag: bool) -> State:
-    """Record whether this command prints JSON: `--json`, or stdout is not a terminal."""
+    """Record whether this command prints JSON: `--json`, or stdout is not a terminal.
+
+    `MEMCLI_JSON=1` forces JSON; `MEMCLI_JSON=0` forces human output even when piped (e.g. into `less`).
+    """
     st = state(ctx)
-    st.json = bool(flag) or not sys.stdout.isatty() or os.environ.get("MEMCLI_JSON") == "1"
+    forced = os.environ.get("MEMCLI_JSON")
+    if flag or forced == "1":
+        st.json = True
+    elif forced == "0":
+        st.json = False
+    else:
+        st.json = not sys.stdout.isatty()
     return st
+
+
+def read_text_arg(text: str, what: str = "stdin") -> str:
+    """A text argument, or the whole of stdin when it is `-` (strict UTF-8: invalid bytes are refused)."""
+    if text != "-":
+        return text
+    from memcli.errors import ValidationError
+
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{what} is not valid UTF-8 (byte {exc.start}); nothing was changed") from None
 
 
 def with_namespace(ctx: typer.Context, namespace: str | None) -> State:
@@ -69,3 +91,10 @@ def with_namespace(ctx: typer.Context, namespace: str | None) -> State:
         st.overrides["namespace"] = namespace
         st._config = None
     return st
+
+
+def usage_error(message: str) -> Exception:
+    """A usage error (exit 2) for flag combinations typer cannot express: ``raise usage_error(...)``."""
+    import click
+
+    return click.UsageError(message)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
@@ -74,6 +75,45 @@ def key_values(data: dict[str, Any], *, title: str | None = None) -> None:
     for k, v in data.items():
         t.add_row(str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
     out.print(t)
+
+
+def memory_detail(item: dict[str, Any]) -> None:
+    """One memory (the JSON item shape) in full, for `get` and `update`."""
+    from memcli.models import short_id
+
+    shown = dict(item)
+    for k in ("created_at", "updated_at", "expires_at"):
+        if shown.get(k):
+            shown[k] = f"{fmt_time(shown[k])} ({age(shown[k])} ago)" if k != "expires_at" else fmt_time(shown[k])
+    shown["tags"] = ", ".join(item.get("tags") or [])
+    shown = {k: ("—" if v is None else v) for k, v in shown.items()}
+    key_values(shown, title=f"memory {short_id(item['memory_id'])}")
+
+
+def fmt_time(ms: int | None) -> str:
+    """Epoch ms as a local ISO date-time (minutes)."""
+    if not ms:
+        return ""
+    return datetime.fromtimestamp(int(ms) / 1000).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+@contextmanager
+def progress(description: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr when stderr is a terminal; yields the core's ``progress(done, total)``
+    callback, or None (no bar) when stderr is redirected."""
+    if not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
 
 
 def error(message: str, json_mode: bool, code: str = "error") -> None:

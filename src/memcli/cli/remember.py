@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import List, Optional
 
 import typer
 
-from memcli.cli.context import use_json, with_namespace
+from memcli.cli.context import read_text_arg, use_json, with_namespace
 from memcli.cli.output import emit, out
-from memcli.errors import ValidationError
-
-
-def _read_stdin() -> str:
-    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationError(f"stdin is not valid UTF-8 (byte {exc.start}); nothing was stored") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -41,7 +31,7 @@ def register(app: typer.Typer) -> None:
         """
         st = use_json(ctx, json_)
         with_namespace(ctx, namespace)
-        content = _read_stdin() if text == "-" else text
+        content = read_text_arg(text)
         res = st.service().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
                                     ttl=ttl, metadata=metadata, source="cli")
         emit(res.item(), st.json, lambda d: out.print(

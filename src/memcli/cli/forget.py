@@ -1,0 +1,29 @@
+"""`memcli forget`: delete memories by id (or unique prefix)."""
+
+from __future__ import annotations
+
+from typing import List
+
+import typer
+
+from memcli.cli.context import use_json
+from memcli.cli.output import emit, out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("forget")
+    def forget(
+        ctx: typer.Context,
+        memory_ids: List[str] = typer.Argument(..., metavar="ID",
+                                               help="Ids, or unique parts of them (≥ 4 hex digits)."),
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Forget (delete) memories. Every id is checked first: an unknown or ambiguous one deletes nothing.
+
+        Example: memcli forget 3f9a1c2e 7b21d0aa
+        """
+        st = use_json(ctx, json_)
+        ids = st.service().forget(memory_ids)
+        emit({"ok": True, "forgotten": ids}, st.json,
+             lambda d: out.print(f"[green]Forgot[/green] {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}: "
+                                 + ", ".join(d["forgotten"])))
