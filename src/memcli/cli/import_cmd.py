@@ -1,0 +1,108 @@
+"""`memcli import`: read memories from a JSONL or JSON export (idempotent: known ids are skipped)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from memcli.cli.context import use_json
+from memcli.cli.output import emit, out, progress
+from memcli.errors import ValidationError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("import")
+    def import_(
+        ctx: typer.Context,
+        file: str = typer.Argument(..., metavar="FILE", help="A `memcli export` file (JSONL or JSON), or - for stdin."),
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Import memories from an export. Importing the same file twice adds nothing; vectors are reused
+        when the file was exported with the same embedder, else re-embedded.
+
+        Example: memcli import memories.jsonl
+        """
+        st = use_json(ctx, json_)
+        text = _read(file)
+        header, records = parse_export(text)
+        identity = (header or {}).get("embedder")
+        svc = st.service()
+        with progress("Importing") as bar:
+            res = svc.import_records(records, vectors_identity=identity if isinstance(identity, dict) else None,
+                                     progress=bar)
+        emit({"ok": True, **res}, st.json, lambda d: out.print(
+            f"[green]Imported[/green] {d['added']} of {d['read']} memories ({d['skipped']} already present)"))
+
+
+def _read(file: str) -> str:
+    if file == "-":
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        where = "stdin"
+    else:
+        path = Path(file).expanduser()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ValidationError(f"no such file: {file}") from None
+        except IsADirectoryError:
+            raise ValidationError(f"{file} is a directory, not an export file") from None
+        except OSError as exc:
+            raise ValidationError(f"cannot read {file}: {exc.strerror}") from None
+        where = file
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{where} is not valid UTF-8 (byte {exc.start}); nothing was imported") from None
+
+
+def parse_export(text: str) -> tuple[dict[str, Any] | None, list[Any]]:
+    """(header, records) from a JSONL export, a JSON export (`{"memcli_export": 1, "memories": [...]}`),
+    a JSON array of records (e.g. `memcli list --json`) or a single JSON record."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValidationError("the import file is empty")
+    try:
+        doc = json.loads(stripped)
+    except json.JSONDecodeError:
+        doc = None  # not one JSON document: JSONL
+    else:
+        if isinstance(doc, list):
+            return None, doc
+        if isinstance(doc, dict):
+            if "memcli_export" in doc:
+                mems = doc.get("memories", [])
+                if not isinstance(mems, list):
+                    raise ValidationError("the export's \"memories\" must be a list")
+                header = _check_header({k: v for k, v in doc.items() if k != "memories"})
+                return header, mems
+            return None, [doc]
+        raise ValidationError("the import file must hold JSON objects (memories)")
+    header: dict[str, Any] | None = None
+    records: list[Any] = []
+    for n, line in enumerate(stripped.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"line {n} is not valid JSON: {exc.msg} (column {exc.colno}); nothing was imported") from None
+        if n == 1 and isinstance(obj, dict) and "memcli_export" in obj:
+            header = _check_header(obj)
+            continue
+        records.append(obj)
+    return header, records
+
+
+def _check_header(header: dict[str, Any]) -> dict[str, Any]:
+    from memcli.cli.export import EXPORT_VERSION
+
+    version = header.get("memcli_export")
+    if not isinstance(version, int) or version < 1:
+        raise ValidationError(f"invalid export header: memcli_export must be a version number, got {version!r}")
+    if version > EXPORT_VERSION:
+        raise ValidationError(f"this file was exported by a newer memcli (format {version}); upgrade memcli to import it")
+    return header

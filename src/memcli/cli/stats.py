@@ -1,0 +1,59 @@
+"""`memcli stats`: counts by namespace, scope and tag; size, embedder, fragments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from memcli.cli.context import use_json
+from memcli.cli.output import emit, out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("stats")
+    def stats(
+        ctx: typer.Context,
+        json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Show what the store holds: counts by namespace, scope and tag, size, embedder, fragments.
+
+        Example: memcli stats --json
+        """
+        st = use_json(ctx, json_)
+        emit(st.service().stats(), st.json, _human)
+
+
+def _human(d: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    emb = d.get("embedder") or {}
+    summary = Table(show_header=False, title="memcli store")
+    summary.add_column("key", style="bold")
+    summary.add_column("value", overflow="fold")
+    summary.add_row("memories", f"{d['total']:,}" + (f" ({d['expired']:,} expired)" if d.get("expired") else ""))
+    summary.add_row("store", str(d.get("store")))
+    summary.add_row("size", _size(d.get("size_bytes") or 0))
+    summary.add_row("embedder", f"{emb.get('provider')}:{emb.get('model')} ({emb.get('dim')} dims)")
+    summary.add_row("fragments", str(d.get("fragments")))
+    summary.add_row("indexes", ", ".join(d.get("indexes") or []) or "none")
+    out.print(summary)
+    for title, key in (("namespaces", "namespaces"), ("scopes", "scopes"), ("top tags", "tags")):
+        counts = d.get(key) or {}
+        if not counts:
+            continue
+        t = Table(title=title, header_style="bold")
+        t.add_column(key.rstrip("s"))
+        t.add_column("memories", justify="right")
+        for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            t.add_row(str(name), f"{n:,}")
+        out.print(t)
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
