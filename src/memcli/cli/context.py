@@ -93,8 +93,6 @@ def with_namespace(ctx: typer.Context, namespace: str | None) -> State:
     return st
 
 
-def usage_error(message: str) -> Exception:
+def usage_error(message: str, hint: str | None = None) -> Exception:
     """A usage error (exit 2) for flag combinations typer cannot express: ``raise usage_error(...)``."""
-    import click
-
-    return click.UsageError(message)
+    return typer.BadParameter(message, param_hint=hint)

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         """
         st = use_json(ctx, json_)
         if all_namespaces and namespace is not None:
-            raise usage_error("give either --namespace or --all-namespaces, not both")
+            raise usage_error("give one of them, not both", "--namespace / --all-namespaces")
         with_namespace(ctx, namespace)
         mems = st.service().list(
             all_namespaces=all_namespaces, scope=scope, agent=agent, tags=tag,

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         """
         st = use_json(ctx, json_)
         if tag and clear_tags:
-            raise usage_error("give either --tag or --clear-tags, not both")
+            raise usage_error("give one of them, not both", "--tag / --clear-tags")
         tags = [] if clear_tags else (tag or None)
         if content is None and tags is None and importance is None and scope is None and agent is None \
                 and metadata is None and ttl is None:
