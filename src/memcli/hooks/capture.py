@@ -1,0 +1,113 @@
+"""Stop: keep the turn that just ended as one memory (scope ``agent:claude-code``, tag ``turn``).
+
+prompt (remembered from UserPromptSubmit, else the payload, else the transcript) + ``last_assistant_message``
+(else the transcript) → strip what memcli injected → redact secrets → skip trivial turns → summarise
+(extractive, or an LLM if configured) → de-duplicate → store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memcli.hooks import llm
+from memcli.hooks.redact import redact
+from memcli.hooks.summarize import extractive
+from memcli.hooks.text import is_trivial, last_turn, one_line, strip_injected
+from memcli.project import detect_project
+
+if TYPE_CHECKING:
+    from memcli.config import HooksConfig
+    from memcli.hooks.state import HookState
+    from memcli.service import MemoryService
+
+SCOPE = "agent:claude-code"
+TAG = "turn"
+SOURCE = "hook:stop"
+IMPORTANCE = 0.4
+MIN_REPLY_CHARS = 40
+
+
+@dataclass
+class Capture:
+    status: str  # stored | duplicate | skipped
+    reason: str = ""
+    memory_id: str | None = None
+    content: str | None = None
+
+
+def turn_key(session_id: str, prompt: str, reply: str) -> str:
+    h = hashlib.sha256()
+    for part in (session_id or "", prompt or "", reply or ""):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+    return h.hexdigest()[:24]
+
+
+def resolve_turn(payload: dict[str, Any]) -> tuple[str, str]:
+    """(prompt, reply) of the turn, before cleaning."""
+    prompt = payload.get("_memcli_prompt") or payload.get("prompt") or ""
+    reply = payload.get("last_assistant_message") or ""
+    if not isinstance(prompt, str):
+        prompt = ""
+    if not isinstance(reply, str):
+        reply = ""
+    if not prompt.strip() or not reply.strip():
+        t_prompt, t_reply = last_turn(payload.get("transcript_path"))
+        prompt = prompt if prompt.strip() else t_prompt
+        reply = reply if reply.strip() else t_reply
+    return prompt, reply
+
+
+def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksConfig", state: "HookState",
+                 home: Path) -> Capture:
+    if payload.get("stop_hook_active"):
+        return Capture("skipped", "stop_hook_active")
+    if payload.get("agent_id") and not cfg.capture_subagents:
+        return Capture("skipped", "subagent turn (hooks.capture_subagents is off)")
+    session = str(payload.get("session_id") or "")
+    raw_prompt, raw_reply = resolve_turn(payload)
+    prompt = redact(strip_injected(raw_prompt))
+    reply = redact(strip_injected(raw_reply))
+    if len(one_line(reply)) < MIN_REPLY_CHARS and (is_trivial(prompt) or len(one_line(reply)) < 12):
+        return Capture("skipped", "trivial turn")
+    if is_trivial(prompt) and len(one_line(reply)) < 200:
+        return Capture("skipped", "trivial turn")
+    key = turn_key(session, raw_prompt, raw_reply)
+    if state.was_captured(session, key):
+        return Capture("duplicate", "already captured")
+    content = None
+    if cfg.llm_provider:
+        try:
+            content = llm.summarize(prompt, reply, provider=cfg.llm_provider, model=cfg.llm_model,
+                                    base_url=cfg.llm_base_url, api_key=cfg.llm_api_key,
+                                    budget=llm.Budget(home / "hooks-state" / "llm-usage.json",
+                                                      cfg.llm_daily_token_budget))
+        except Exception as exc:  # noqa: BLE001 - the LLM is optional: fall back to the extractive summary
+            from memcli.hooks.client import log
+
+            log(home, f"Stop: LLM summary failed ({type(exc).__name__}: {exc}); extractive summary used", "server")
+            content = None
+        if content == "":
+            state.mark_captured(session, key)
+            return Capture("skipped", "the LLM found nothing worth keeping")
+    if not content:
+        content = extractive(prompt, reply)
+    content = redact(content).strip()
+    if not content:
+        return Capture("skipped", "empty after cleaning")
+    dup = service.check_duplicate(content)
+    if dup.is_duplicate:
+        state.mark_captured(session, key)
+        return Capture("duplicate", "a similar memory exists", dup.similar[0].memory.id, content)
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    meta: dict[str, Any] = {"session_id": session, "turn_key": key}
+    if cwd:
+        meta["cwd"] = cwd
+    if payload.get("agent_type"):
+        meta["agent_type"] = str(payload.get("agent_type"))
+    res = service.remember(content, tags=[TAG], scope=SCOPE, importance=IMPORTANCE, source=SOURCE,
+                           project=detect_project(cwd), metadata=meta)
+    state.mark_captured(session, key)
+    return Capture("stored" if res.created else "duplicate", "", res.memory_id, content)

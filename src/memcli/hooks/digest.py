@@ -1,0 +1,77 @@
+"""SessionStart: a short digest — this project's memories first, then the rest (other projects, global).
+
+Ranked by importance and recency (a week-scale decay), deliberate memories before captured turns, within
+``hooks.session_start_budget`` characters. The namespace is the configured one: the project only ranks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from memcli.hooks.render import block, fill
+from memcli.models import Memory, now_ms
+from memcli.search import build_where
+
+if TYPE_CHECKING:
+    from memcli.service import MemoryService
+
+HEADER = ("Shared memory (memcli): what you and other agents on this machine or team remembered earlier, "
+          "most important and most recent first. Use what helps; `memcli recall \"<query>\"` searches more, "
+          "`memcli get <id>` shows one in full.")
+CANDIDATES = 40
+RECENCY_HALF_LIFE_DAYS = 14.0
+
+
+def rank(importance: float, created_at: int, tags: list[str] | None, now: int) -> float:
+    age_days = max(0.0, (now - created_at) / 86_400_000)
+    recency = math.exp(-math.log(2) * age_days / RECENCY_HALF_LIFE_DAYS)
+    turn_penalty = 0.2 if tags and "turn" in tags else 0.0
+    return float(importance or 0.0) + 0.4 * recency - turn_penalty
+
+
+def session_digest(service: "MemoryService", *, project: str | None, budget: int,
+                   project_only: bool = False, now: int | None = None) -> tuple[str | None, list[str]]:
+    """The digest block and the ids it shows (None when there is nothing to show)."""
+    now = now or now_ms()
+    where = build_where(namespace=service.namespace, project=project if project_only else None, now=now)
+    rows = service.store.column_values(where, ["id", "project", "importance", "created_at", "tags"])
+    if not rows:
+        return None, []
+    mine, other = [], []
+    for r in rows:
+        score = rank(r["importance"], r["created_at"], r["tags"], now)
+        (mine if project and r["project"] == project else other).append((score, r["created_at"], r["id"]))
+    mine.sort(reverse=True)
+    other.sort(reverse=True)
+    pick = [i for _, _, i in mine[:CANDIDATES]] + [i for _, _, i in other[:CANDIDATES]]
+    by_id = {m.id: m for m in service.store.get_many(pick)}
+    mine_m: list[Memory] = [by_id[i] for _, _, i in mine[:CANDIDATES] if i in by_id]
+    other_m: list[Memory] = [by_id[i] for _, _, i in other[:CANDIDATES] if i in by_id]
+
+    overhead = len(HEADER) + 200
+    room = max(0, budget - overhead)
+    # this project gets up to 60% when there is something else to show; unused room flows to the rest
+    mine_room = room if not other_m else int(room * 0.6)
+    mine_lines, mine_ids, used = fill(mine_m, mine_room, now, max_chars=350)
+    other_lines, other_ids, _ = fill(other_m, room - used, now, max_chars=300, show_project=True)
+    if not mine_lines and not other_lines:
+        return None, []
+    while True:
+        sections = []
+        if mine_lines:
+            sections.append((f"## This project ({project})", mine_lines))
+        if other_lines:
+            sections.append(("## Other projects and global" if project else "## Memories", other_lines))
+        text = block("SessionStart", HEADER, sections, project=project)
+        if len(text) <= budget or not (mine_lines or other_lines):
+            break
+        if other_lines:
+            other_lines.pop()
+            other_ids.pop()
+        else:
+            mine_lines.pop()
+            mine_ids.pop()
+    if not mine_lines and not other_lines:
+        return None, []
+    return text, mine_ids + other_ids

@@ -1,0 +1,65 @@
+"""How memories are shown to Claude: one delimited block, one line per memory, within a character budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memcli.hooks.text import BLOCK_CLOSE, BLOCK_TAG, clip, one_line
+from memcli.models import Memory, short_id
+
+
+def age(created_ms: int, now_ms: int) -> str:
+    s = max(0, (now_ms - int(created_ms)) // 1000)
+    for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit} ago"
+    return "just now"
+
+
+def memory_line(m: Memory, now_ms: int, *, max_chars: int = 400, show_project: bool = False) -> str:
+    meta = [age(m.created_at, now_ms), m.scope]
+    if show_project and m.project:
+        meta.append(f"project {m.project}")
+    tags = [t for t in m.tags if t != "turn"]
+    if "turn" in m.tags:
+        meta.append("captured turn")
+    if tags:
+        meta.append("#" + " #".join(tags[:4]))
+    return f"- [{short_id(m.id)}] ({', '.join(meta)}) {clip(one_line(m.content), max_chars)}"
+
+
+def block(event: str, header: str, sections: Sequence[tuple[str | None, Sequence[str]]], *,
+          project: str | None) -> str:
+    attrs = f' event="{event}"' + (f' project="{_attr(project)}"' if project else "")
+    lines = [f"<{BLOCK_TAG}{attrs}>", header]
+    for title, items in sections:
+        if not items:
+            continue
+        if title:
+            lines.append(title)
+        lines.extend(items)
+    lines.append(BLOCK_CLOSE)
+    return "\n".join(lines)
+
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fill(memories: Sequence[Memory], budget: int, now_ms: int, *, max_chars: int = 400,
+         show_project: bool = False) -> tuple[list[str], list[str], int]:
+    """As many memory lines as fit in ``budget`` characters: (lines, ids, characters used)."""
+    lines: list[str] = []
+    ids: list[str] = []
+    used = 0
+    for m in memories:
+        line = memory_line(m, now_ms, max_chars=max_chars, show_project=show_project)
+        if used + len(line) + 1 > budget:
+            shorter = memory_line(m, now_ms, max_chars=max(80, budget - used - 80), show_project=show_project)
+            if used + len(shorter) + 1 > budget or budget - used < 160:
+                continue
+            line = shorter
+        lines.append(line)
+        ids.append(m.id)
+        used += len(line) + 1
+    return lines, ids, used

@@ -1,0 +1,164 @@
+"""The server side of the hooks, independent of any web framework: one :class:`HookRuntime` per process.
+
+``handle(event, payload)`` returns the JSON Claude Code expects (or None: inject nothing) and never raises:
+every failure is one line in ``<home>/logs/hooks.log``. Used by :mod:`memcli.hooks.routes` (the warm server)
+and by ``memcli hook <event>`` (in-process, for debugging).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memcli.hooks.client import log
+from memcli.hooks.spool import PermanentError, Spool
+from memcli.hooks.state import HookState
+from memcli.project import detect_project
+
+if TYPE_CHECKING:
+    from memcli.config import Config
+    from memcli.service import MemoryService
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
+
+
+def output(event: str, context: str | None) -> dict[str, Any] | None:
+    if not context:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+
+
+class HookRuntime:
+    def __init__(self, get_service: Callable[[], "MemoryService"], config: "Config") -> None:
+        self.get_service = get_service
+        self.config = config
+        self.cfg = config.hooks
+        self.home = Path(config.home)
+        self.state = HookState(self.home)
+        self.spool = Spool(self.home)
+        self.last: dict[str, Any] = {}  # what the last call did (tests, `memcli hook`)
+
+    def log(self, message: str) -> None:
+        log(self.home, message, "server")
+
+    # ------------------------------------------------------------------ entry point
+    def handle(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        t0 = time.perf_counter()
+        self.last = {"event": event}
+        try:
+            if not isinstance(payload, dict):
+                raise ValueError("the payload is not a JSON object")
+            if event == "SessionStart":
+                out = self.session_start(payload)
+            elif event == "UserPromptSubmit":
+                out = self.user_prompt(payload)
+            elif event == "Stop":
+                self.receive_stop(payload)
+                out = None
+            elif event == "SessionEnd":
+                self.state.prune()
+                out = None
+            else:
+                raise ValueError(f"unknown hook event {event!r}")
+            self.last["ms"] = round((time.perf_counter() - t0) * 1000, 1)
+            return out
+        except Exception as exc:  # noqa: BLE001 - fail open: the agent is never disturbed
+            self.log(f"{event}: {type(exc).__name__}: {exc}")
+            self.last["error"] = f"{type(exc).__name__}: {exc}"
+            return None
+
+    # ------------------------------------------------------------------ events
+    def session_start(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        from memcli.hooks.digest import session_digest
+
+        session = payload.get("session_id")
+        self.state.prune()
+        project = detect_project(payload.get("cwd"))
+        text, ids = session_digest(self.get_service(), project=project, budget=self.cfg.session_start_budget,
+                                   project_only=self.cfg.project_only)
+        # a new, cleared or compacted context no longer holds what was injected before
+        self.state.add_injected(session, ids, reset=True)
+        self.last.update(project=project, injected=ids)
+        return output("SessionStart", text)
+
+    def user_prompt(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        from memcli.hooks.inject import prompt_context
+
+        session = payload.get("session_id")
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str):
+            return None
+        self.state.set_prompt(session, prompt)  # for Stop, before anything can fail
+        project = detect_project(payload.get("cwd"))
+        text, ids = prompt_context(self.get_service(), prompt, project=project, budget=self.cfg.prompt_budget,
+                                   top_k=self.cfg.prompt_top_k, min_relevance=self.cfg.min_score,
+                                   exclude=self.state.injected(session), project_only=self.cfg.project_only)
+        if ids:
+            self.state.add_injected(session, ids)
+        self.last.update(project=project, injected=ids)
+        return output("UserPromptSubmit", text)
+
+    def receive_stop(self, payload: dict[str, Any]) -> None:
+        """Queue the turn (with the prompt remembered for this session) for :meth:`drain`."""
+        if payload.get("stop_hook_active"):
+            self.last["skipped"] = "stop_hook_active"
+            return
+        if payload.get("agent_id") and not self.cfg.capture_subagents:
+            self.last["skipped"] = "subagent"
+            return
+        if not payload.get("_memcli_prompt"):
+            prompt = self.state.take_prompt(payload.get("session_id"))
+            if prompt:
+                payload = dict(payload, _memcli_prompt=prompt)
+        self.spool.put(payload)
+
+    # ------------------------------------------------------------------ the queue
+    def capture(self, payload: dict[str, Any]) -> None:
+        from memcli.errors import ValidationError
+        from memcli.hooks.capture import capture_turn
+
+        if not payload.get("_memcli_prompt") and payload.get("session_id"):
+            # spooled by the client while the server was down: the prompt may be in the state
+            prompt = self.state.take_prompt(payload.get("session_id"))
+            if prompt:
+                payload = dict(payload, _memcli_prompt=prompt)
+        try:
+            res = capture_turn(self.get_service(), payload, self.cfg, self.state, self.home)
+        except ValidationError as exc:
+            raise PermanentError(exc.message) from None
+        self.last.setdefault("captures", []).append(res)
+        if res.status == "skipped" and res.reason != "trivial turn":
+            self.log(f"Stop: skipped: {res.reason}")
+
+    def drain(self) -> int:
+        if not self.spool.pending():
+            return 0
+        return self.spool.drain(self.capture, self.log)
+
+    def drain_in_background(self) -> threading.Thread | None:
+        if not self.spool.pending():
+            return None
+        t = threading.Thread(target=self._safe_drain, name="memcli-hooks-spool", daemon=True)
+        t.start()
+        return t
+
+    def _safe_drain(self) -> None:
+        try:
+            self.drain()
+        except Exception as exc:  # noqa: BLE001
+            self.log(f"spool drain failed: {type(exc).__name__}: {exc}")
+
+    def warm_up(self) -> None:
+        """Open the store, load the embedder and the indexes, then drain the queue (a background thread)."""
+        try:
+            svc = self.get_service()
+            try:
+                svc.recall("warm up the memcli hooks", top_k=1)
+            except Exception:  # noqa: BLE001 - an empty store has nothing to warm
+                pass
+            self.drain()
+        except Exception as exc:  # noqa: BLE001
+            self.log(f"warm-up failed: {type(exc).__name__}: {exc}")
