@@ -40,7 +40,8 @@ def register(app: typer.Typer) -> None:
         if fmt not in FORMATS:
             raise typer.BadParameter(f"unknown format {format_!r}: use jsonl, json or md", param_hint="--format")
         svc = st.service()
-        mems = svc.export(namespace=namespace, scope=scope, tags=tag, with_vectors=with_vectors and fmt != "md")
+        # materialised first: the core validates the filters lazily, and a bad filter must fail before any output
+        mems = list(svc.export(namespace=namespace, scope=scope, tags=tag, with_vectors=with_vectors and fmt != "md"))
         header = {"memcli_export": EXPORT_VERSION, "embedder": svc.store.stored_identity,
                   "exported_at": _now_ms()}
         if output is None:
