@@ -1,0 +1,46 @@
+"""`memcli serve`: one warm process serving REST (/api), MCP over Streamable HTTP (/mcp) and the hooks."""
+
+from __future__ import annotations
+
+import logging
+from typing import List, Optional
+
+import typer
+
+from memcli.cli.context import state, with_namespace
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        ctx: typer.Context,
+        host: Optional[str] = typer.Option(None, "--host", help="Address to bind (default 127.0.0.1: this machine "
+                                           "only). Anything else needs a token (MEMCLI_TOKEN)."),
+        port: Optional[int] = typer.Option(None, "--port", "-p", help="Port (default from config, 8765; "
+                                           "env MEMCLI_PORT). 0 picks a free one (see <home>/server.json)."),
+        idle_timeout: Optional[float] = typer.Option(None, "--idle-timeout", help="Exit after this many seconds "
+                                                     "without a request (0 = never)."),
+        allow_origin: Optional[List[str]] = typer.Option(None, "--allow-origin", help="Also accept requests from "
+                                                         "this browser Origin (repeatable); loopback origins "
+                                                         "are always accepted."),
+        namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Default namespace."),
+        log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    ) -> None:
+        """Serve the memory over HTTP: REST under /api, MCP at /mcp, GET /health.
+
+        Example: memcli serve --port 8765   (then: claude mcp add --transport http memcli http://127.0.0.1:8765/mcp)
+        """
+        from memcli.server.holder import setup_file_logging
+        from memcli.server.run import serve as run_server
+
+        st = state(ctx)
+        with_namespace(ctx, namespace)
+        config = st.config()
+        level = getattr(logging, log_level.upper(), None)
+        if not isinstance(level, int):
+            raise typer.BadParameter("use debug, info, warning or error", param_hint="--log-level")
+        setup_file_logging(config, "server", level=level, stderr_level=level)
+        code = run_server(config, host=host, port=port, idle_timeout=idle_timeout, allowed_origins=allow_origin,
+                          log_level=log_level.lower())
+        if code:
+            raise typer.Exit(code)

@@ -1,0 +1,1 @@
+"""The MCP face: memcli's tools over stdio (`memcli mcp`) and Streamable HTTP (`memcli serve`)."""

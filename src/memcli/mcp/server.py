@@ -1,0 +1,203 @@
+"""The MCP face: memcli's tools on the official SDK's :class:`MCPServer`.
+
+One server definition serves both transports: ``memcli mcp`` (stdio, see :func:`run_stdio`) and the
+``/mcp`` endpoint of ``memcli serve`` (Streamable HTTP, mounted by :mod:`memcli.server.app`). Tool results
+are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isError``) with its message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Annotated, Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from memcli import __version__
+from memcli.errors import MemcliError
+
+if TYPE_CHECKING:
+    from memcli.server.holder import ServiceHolder
+
+log = logging.getLogger("memcli.mcp")
+
+INSTRUCTIONS = (
+    "memcli is a persistent memory shared by all of the user's AI agents (Claude Code, Codex, Gemini, "
+    "Antigravity, OpenClaw, scripts). Before answering questions about past decisions, conventions, bugs or "
+    "preferences, call `recall`. When you learn something worth keeping for later sessions or other agents "
+    "(a decision and its reason, a fix, a convention, a user preference), call `remember` with one "
+    "self-contained fact. Memories are shared: write them so another agent understands them without context."
+)
+
+SOURCE = "mcp"
+
+# Annotated parameter types: the descriptions are what an agent reads in the tool schema.
+MemoryId = Annotated[str, Field(description="A memory id, or any unique prefix of it (at least 4 characters).")]
+Namespace = Annotated[str | None, Field(description="Namespace (isolated memory pool). Default: the configured one.")]
+Tags = Annotated[list[str] | None, Field(description="Free labels, e.g. [\"decision\", \"bug\"].")]
+
+
+def _json_result(data: Any) -> CallToolResult:
+    """The CLI JSON shape as text (what a model reads) and as structured content (objects only)."""
+    text = json.dumps(data, ensure_ascii=False)
+    structured = data if isinstance(data, dict) else {"result": data}
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
+    """An MCPServer whose tools call the shared service of ``holder``."""
+    mcp = MCPServer(name=name, title="memcli: shared agent memory", version=__version__, instructions=INSTRUCTIONS,
+                    log_level="WARNING")
+
+    def run(method: str, /, *args: Any, **kwargs: Any) -> Any:
+        """One service call, tracked by the holder; a MemcliError becomes a tool error."""
+        try:
+            return holder.call(method, *args, **kwargs)
+        except MemcliError as exc:
+            raise ToolError(exc.message) from None
+
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)
+
+    @mcp.tool(
+        name="remember",
+        title="Remember a fact",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False),
+    )
+    def remember(
+        content: Annotated[str, Field(description="The fact, decision or lesson to store, as one self-contained "
+                                                  "statement (1..32,000 characters).")],
+        tags: Tags = None,
+        agent: Annotated[str | None, Field(description="Store it as this agent's own memory (scope agent:<name>) "
+                                                       "instead of the shared global scope.")] = None,
+        importance: Annotated[float, Field(ge=0.0, le=1.0, description="0.0 .. 1.0; default 0.5.")] = 0.5,
+        key: Annotated[str | None, Field(description="Optional upsert handle: remembering again with the same "
+                                                     "key updates that memory instead of adding one.")] = None,
+        ttl: Annotated[str | None, Field(description="Expire after a duration, like 30m, 12h, 7d, 2w.")] = None,
+        metadata: Annotated[dict[str, Any] | None, Field(description="Application-defined JSON object.")] = None,
+        namespace: Namespace = None,
+    ) -> CallToolResult:
+        """Store a memory that every agent of this user can recall later (by meaning or keyword, any language).
+
+        Use it for durable knowledge: decisions and their reasons, fixes, conventions, preferences, facts about
+        the project or the user. Exact repeats are not stored twice (the existing id is returned); similar
+        memories are listed in `duplicate_of`. Returns {"ok", "memory_id", "duplicate_of", "created", "updated"}.
+        """
+        res = run("remember", content, tags=tags, agent=agent, importance=importance,
+                  key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE)
+        return _json_result(res.item())
+
+    @mcp.tool(name="recall", title="Recall memories", annotations=read_only)
+    def recall(
+        query: Annotated[str, Field(description="What you are looking for, in natural language or keywords "
+                                                "(identifiers, paths, error codes work too).")],
+        top_k: Annotated[int, Field(ge=1, le=100, description="How many memories to return.")] = 5,
+        agent_filter: Annotated[str | None, Field(description="Only memories of this agent (scope agent:<name>); "
+                                                              "'global' for shared ones only.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")] = None,
+        namespace: Namespace = None,
+    ) -> CallToolResult:
+        """Find the memories most relevant to a query (hybrid: meaning + keywords), best first.
+
+        Call it before answering anything that may have been decided, solved or explained before, in this or
+        another agent's session. Returns a list of {"memory_id", "content", "score" (0..1), "tags", "scope",
+        "namespace", "importance", "key", "created_at", "updated_at", ...}.
+        """
+        hits = run("recall", query, top_k=top_k, scope=agent_filter, tags=tags, namespace=namespace)
+        return _json_result([h.item() for h in hits])
+
+    @mcp.tool(name="list_facts", title="List memories", annotations=read_only)
+    def list_facts(
+        agent: Annotated[str | None, Field(description="Only this agent's memories (scope agent:<name>).")] = None,
+        tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="How many to return.")] = 20,
+        offset: Annotated[int, Field(ge=0, description="Skip this many (paging).")] = 0,
+        namespace: Namespace = None,
+    ) -> CallToolResult:
+        """List stored memories, newest first, with exact filters (no search). Use `recall` to search."""
+        mems = run("list", agent=agent, tags=[tag] if tag else None, limit=limit,
+                   offset=offset, namespace=namespace)
+        return _json_result([m.item() for m in mems])
+
+    @mcp.tool(name="check_duplicate", title="Check for a duplicate", annotations=read_only)
+    def check_duplicate(
+        content: Annotated[str, Field(description="The text you are about to remember.")],
+        threshold: Annotated[float | None, Field(ge=0.0, le=1.0, description="Similarity (0..1) from which a "
+                                                 "memory counts as a duplicate; default: the configured one.")] = None,
+        namespace: Namespace = None,
+    ) -> CallToolResult:
+        """Is this content already remembered (exactly, or nearly)? Returns {"is_duplicate", "similar": [...]}."""
+        res = run("check_duplicate", content, threshold=threshold, namespace=namespace)
+        return _json_result(res.item())
+
+    @mcp.tool(name="get", title="Get a memory", annotations=read_only)
+    def get(memory_id: MemoryId) -> CallToolResult:
+        """One memory by id (or unique id prefix), with all its fields, including `version`."""
+        mem = run("get", memory_id)
+        return _json_result(mem.item())
+
+    @mcp.tool(
+        name="update",
+        title="Update a memory",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                                    open_world_hint=False),
+    )
+    def update(
+        memory_id: MemoryId,
+        content: Annotated[str | None, Field(description="New text (replaces the old text).")] = None,
+        tags: Annotated[list[str] | None, Field(description="New tags (replace the old ones).")] = None,
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="New importance, 0.0 .. 1.0.")] = None,
+        scope: Annotated[str | None, Field(description="New scope: 'global' or 'agent:<name>'.")] = None,
+        expected_version: Annotated[int | None, Field(description="Only update if the memory is still at this "
+                                                                  "version (from `get`); else an error.")] = None,
+    ) -> CallToolResult:
+        """Correct or refine an existing memory; only the fields given change. Returns {"ok", "memory_id", "version"}."""
+        mem = run("update", memory_id, content=content, tags=tags,
+                  importance=importance, scope=scope, expected_version=expected_version)
+        return _json_result({"ok": True, "memory_id": mem.id, "version": mem.version})
+
+    @mcp.tool(
+        name="forget",
+        title="Forget a memory",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                    open_world_hint=False),
+    )
+    def forget(memory_id: MemoryId) -> CallToolResult:
+        """Delete a memory for good (every agent loses it). Use for wrong or obsolete memories. Returns {"ok"}."""
+        ids = run("forget", memory_id)
+        return _json_result({"ok": True, "memory_id": ids[0]})
+
+    return mcp
+
+
+def run_stdio(holder: "ServiceHolder") -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin.
+
+    The wire is a private duplicate of fd 1; fd 1 itself points at stderr for the whole run, so nothing
+    (a print, a C library, a child process) can ever write a non-protocol byte to the client.
+    """
+    import io
+    import os
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    wire_fd = os.dup(1)
+    os.dup2(2, 1)
+    wire = io.TextIOWrapper(os.fdopen(wire_fd, "wb", buffering=0), encoding="utf-8", write_through=True)
+    server = build_server(holder)
+    holder.warm()
+
+    async def main() -> None:
+        async with stdio_server(stdout=anyio.wrap_file(wire)) as (read_stream, write_stream):
+            low = server._lowlevel_server  # the SDK's own run_stdio_async does exactly this  # noqa: SLF001
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    try:
+        anyio.run(main)
+    finally:
+        holder.close()

@@ -1,0 +1,1 @@
+"""The HTTP face: `memcli serve` (REST under /api, MCP at /mcp, hook routes, /health)."""

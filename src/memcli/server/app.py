@@ -1,0 +1,412 @@
+"""The HTTP face: one Starlette app with REST under ``/api``, MCP (Streamable HTTP) at ``/mcp``, the Claude
+Code hook routes under ``/hooks`` and ``GET /health``.
+
+The service is opened once (in the background at startup) and shared; every service call runs in the
+thread pool and is tracked, so shutdown waits for writes in flight. Requests are guarded in one place
+(:class:`Guard`): Host (when bound to loopback) and Origin validation, the bearer token, body size, and
+activity for the idle timeout.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import anyio
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memcli import __version__
+from memcli.errors import MemcliError, ValidationError
+from memcli.models import parse_time_ms
+from memcli.server.holder import ServiceHolder
+
+if TYPE_CHECKING:
+    from memcli.config import Config
+    from memcli.service import MemoryService
+
+log = logging.getLogger("memcli.server")
+
+MAX_BODY = 1 << 20  # 1 MiB for one memory
+MAX_BATCH_BODY = 10 << 20  # 10 MiB for a batch
+MAX_BATCH_ITEMS = 1000
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+PROTECTED_PREFIXES = ("/api", "/mcp", "/hooks")
+NEW_MEMORY_FIELDS = {"content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
+                     "project", "created_at"}
+PATCH_FIELDS = {"content", "tags", "importance", "scope", "agent", "metadata", "ttl", "expected_version"}
+
+
+class ApiError(Exception):
+    """An HTTP-level error (bad JSON, body too large...) rendered as the JSON error shape."""
+
+    def __init__(self, status: int, message: str, code: str) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+
+
+def error_response(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"ok": False, "error": message, "code": code}, status_code=status, headers=headers)
+
+
+def _host_of(value: str) -> str:
+    """The host part of a Host header (`127.0.0.1:8765`, `[::1]:80`, `localhost`)."""
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def origin_allowed(origin: str | None, extra: frozenset[str] = frozenset()) -> bool:
+    """No Origin (not a browser), a loopback origin, or one configured explicitly."""
+    if origin is None:
+        return True
+    if origin in extra:
+        return True
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK_HOSTS
+
+
+class Guard:
+    """ASGI middleware: activity tracking, Host/Origin validation, bearer token. Streams pass untouched."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, check_host: bool, extra_origins: frozenset[str],
+                 activity: "Activity") -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.check_host = check_host
+        self.extra_origins = extra_origins
+        self.activity = activity
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.activity.begin()
+        try:
+            refusal = self._check(scope)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
+        finally:
+            self.activity.end()
+
+    def _check(self, scope: Scope) -> Response | None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
+                   if k in (b"host", b"origin", b"authorization")}
+        if self.check_host and _host_of(headers.get("host", "")).lower() not in LOOPBACK_HOSTS:
+            return error_response(421, "invalid Host header: this server only answers on its loopback address",
+                                  "invalid_host")
+        origin = headers.get("origin")
+        if not origin_allowed(origin, self.extra_origins):
+            return error_response(403, f"origin {origin!r} is not allowed", "forbidden_origin")
+        if self.token is not None and scope["path"].startswith(PROTECTED_PREFIXES):
+            auth = headers.get("authorization", "")
+            scheme, _, given = auth.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
+                return error_response(401, "missing or wrong bearer token (Authorization: Bearer <MEMCLI_TOKEN>)",
+                                      "unauthorized", {"WWW-Authenticate": "Bearer"})
+        return None
+
+
+class Activity:
+    """Requests in flight and the time of the last one (the idle timeout)."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.last = time.monotonic()
+
+    def begin(self) -> None:
+        self.in_flight += 1
+        self.last = time.monotonic()
+
+    def end(self) -> None:
+        self.in_flight -= 1
+        self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        return 0.0 if self.in_flight else time.monotonic() - self.last
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+async def read_json(request: Request, limit: int) -> Any:
+    """The request body as JSON; 413 above ``limit`` bytes (checked while reading), 400 when broken."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"request body is larger than {limit:,} bytes", "payload_too_large")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ApiError(413, f"request body is larger than {limit:,} bytes", "payload_too_large")
+    if not body.strip():
+        raise ApiError(400, "the request body is empty: send a JSON object", "invalid_json")
+    try:
+        return json.loads(bytes(body).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ApiError(400, "the request body is not valid UTF-8", "invalid_json") from None
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"the request body is not valid JSON: {exc.msg} (at character {exc.pos})",
+                       "invalid_json") from None
+
+
+def _object(data: Any, allowed: set[str], what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValidationError(f"{what} must be a JSON object")
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValidationError(f"unknown field(s) in {what}: {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    return data
+
+
+def _new_memory(data: Any, what: str = "the memory") -> Any:
+    from memcli.service import NewMemory
+
+    d = _object(data, NEW_MEMORY_FIELDS, what)
+    if "content" not in d:
+        raise ValidationError(f"{what} has no content")
+    if d.get("importance") is None:
+        d = {**d, "importance": 0.5}
+    return NewMemory(**d)
+
+
+def _int(params: Any, name: str, default: int | None = None) -> int | None:
+    value = params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValidationError(f"{name} must be an integer, got {value!r}") from None
+
+
+def _time(params: Any, name: str) -> int | None:
+    value = params.get(name)
+    return parse_time_ms(value) if value else None
+
+
+def _tags(params: Any) -> list[str] | None:
+    """`tag=a&tag=b` and/or `tags=a,b`."""
+    tags = list(params.getlist("tag"))
+    for t in params.getlist("tags"):
+        tags += [x for x in (s.strip() for s in t.split(",")) if x]
+    return tags or None
+
+
+def _bool(params: Any, name: str) -> bool:
+    return str(params.get(name, "")).lower() in ("1", "true", "yes", "on")
+
+
+def _if_match(request: Request) -> int | None:
+    value = request.headers.get("if-match")
+    if value is None:
+        return None
+    v = value.strip()
+    if v.startswith("W/"):
+        v = v[2:]
+    v = v.strip('"')
+    if v == "*":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise ValidationError(f"If-Match must be a memory version (an integer), got {value!r}") from None
+
+
+def _etag(version: int) -> dict[str, str]:
+    return {"ETag": f'"{version}"'}
+
+
+# ---------------------------------------------------------------------------------------------- the app
+def create_app(config: "Config", service: "MemoryService | None" = None, *, host: str | None = None,
+               idle_timeout: float | None = None, on_idle: Callable[[], None] | None = None,
+               allowed_origins: list[str] | None = None, holder: ServiceHolder | None = None) -> Starlette:
+    """The ASGI app of ``memcli serve``.
+
+    ``service``: an open service to share (tests); by default one is opened from ``config`` at startup, in
+    the background. ``idle_timeout`` (seconds, 0/None = never) calls ``on_idle`` after that long with no
+    request in flight or arriving.
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from memcli.mcp.server import build_server
+
+    holder = holder or ServiceHolder(config, service)
+    host = host or config.server.host
+    activity = Activity()
+    mcp = build_server(holder)
+    # Origin/Host validation for /mcp is done by Guard, for every route alike.
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
+        return await run_in_threadpool(holder.call, method, *args, **kwargs)
+
+    # ------------------------------------------------------------------ handlers
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True, "version": __version__, "pid": os.getpid(), "home": str(config.home),
+                             "ready": holder.ready})
+
+    async def list_memories(request: Request) -> Response:
+        q = request.query_params
+        mems = await call("list", namespace=q.get("namespace"), all_namespaces=_bool(q, "all_namespaces"),
+                          scope=q.get("scope"), agent=q.get("agent"), tags=_tags(q), since=_time(q, "since"),
+                          until=_time(q, "until"), project=q.get("project"), source=q.get("source"),
+                          include_expired=_bool(q, "include_expired"), limit=_int(q, "limit", 50),
+                          offset=_int(q, "offset", 0))
+        return JSONResponse([m.item() for m in mems])
+
+    async def create_memory(request: Request) -> Response:
+        item = _new_memory(await read_json(request, MAX_BODY))
+        res = (await call("remember_many", [item], source="api"))[0]
+        return JSONResponse(res.item(), status_code=201 if res.created else 200)
+
+    async def create_batch(request: Request) -> Response:
+        data = await read_json(request, MAX_BATCH_BODY)
+        if isinstance(data, dict) and set(data) == {"memories"}:
+            data = data["memories"]
+        if not isinstance(data, list) or not data:
+            raise ValidationError("send a non-empty JSON list of memories (or {\"memories\": [...]})")
+        if len(data) > MAX_BATCH_ITEMS:
+            raise ValidationError(f"at most {MAX_BATCH_ITEMS} memories per batch, got {len(data)}")
+        items = []
+        for i, d in enumerate(data):
+            try:
+                items.append(_new_memory(d, f"memory {i + 1}"))
+            except (TypeError, ValidationError) as exc:
+                raise ValidationError(f"memory {i + 1}: {getattr(exc, 'message', exc)}") from None
+        results = await call("remember_many", items, source="api")
+        return JSONResponse({"ok": True, "results": [r.item() for r in results]},
+                            status_code=201 if any(r.created for r in results) else 200)
+
+    async def get_memory(request: Request) -> Response:
+        mem = await call("get", request.path_params["memory_id"])
+        return JSONResponse(mem.item(), headers=_etag(mem.version))
+
+    async def patch_memory(request: Request) -> Response:
+        d = _object(await read_json(request, MAX_BODY), PATCH_FIELDS, "the update")
+        expected = _if_match(request)
+        if expected is None and d.get("expected_version") is not None:
+            expected = d["expected_version"]
+        d = {k: v for k, v in d.items() if k != "expected_version"}
+        mem = await call("update", request.path_params["memory_id"], expected_version=expected, **d)
+        return JSONResponse(mem.item(), headers=_etag(mem.version))
+
+    async def delete_memory(request: Request) -> Response:
+        ids = await call("forget", request.path_params["memory_id"])
+        return JSONResponse({"ok": True, "memory_id": ids[0]})
+
+    async def search(request: Request, mode: str = "hybrid") -> Response:
+        q = request.query_params
+        query = q.get("q") or q.get("query") or ""
+        hits = await call("recall", query, top_k=_int(q, "limit", None) or _int(q, "top_k", 5),
+                          namespace=q.get("namespace"), scope=q.get("scope"), agent=q.get("agent"), tags=_tags(q),
+                          since=_time(q, "since"), until=_time(q, "until"), project=q.get("project"),
+                          project_only=bool(q.get("project")), include_expired=_bool(q, "include_expired"),
+                          explain=_bool(q, "explain"), mode=mode if mode == "vector" else q.get("mode") or mode)
+        return JSONResponse([h.item() for h in hits])
+
+    async def vector_search(request: Request) -> Response:
+        return await search(request, mode="vector")
+
+    routes: list[BaseRoute] = [
+        Route("/health", health, methods=["GET"]),
+        Route("/api/memories", list_memories, methods=["GET"]),
+        Route("/api/memories", create_memory, methods=["POST"]),
+        Route("/api/memories/batch", create_batch, methods=["POST"]),
+        Route("/api/memories/{memory_id}", get_memory, methods=["GET"]),
+        Route("/api/memories/{memory_id}", patch_memory, methods=["PATCH"]),
+        Route("/api/memories/{memory_id}", delete_memory, methods=["DELETE"]),
+        Route("/api/search", search, methods=["GET"]),
+        Route("/api/vector-search", vector_search, methods=["GET"]),
+    ]
+    routes += _hook_routes(holder, config)
+    routes += list(mcp_app.routes)
+
+    # ------------------------------------------------------------------ errors
+    async def on_memcli_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, MemcliError)
+        return error_response(exc.http_status, exc.message, exc.code)
+
+    async def on_api_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        return error_response(exc.status, exc.message, exc.code)
+
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return error_response(404, f"no such route: {request.method} {request.url.path}", "not_found")
+        if exc.status_code == 405:
+            return error_response(405, f"method {request.method} is not allowed on {request.url.path}",
+                                  "method_not_allowed", dict(exc.headers or {}))
+        return error_response(exc.status_code, str(exc.detail), "http_error", dict(exc.headers or {}))
+
+    async def on_crash(request: Request, exc: Exception) -> Response:
+        log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_response(500, f"internal error: {type(exc).__name__}: {exc}", "internal_error")
+
+    # ------------------------------------------------------------------ lifecycle
+    async def watch_idle() -> None:
+        assert idle_timeout and on_idle
+        while True:
+            await anyio.sleep(min(1.0, idle_timeout / 4))
+            if activity.idle_for() >= idle_timeout and holder.busy == 0:
+                log.info("idle for %.0fs: shutting down", idle_timeout)
+                on_idle()
+                return
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        holder.warm()
+        try:
+            async with mcp.session_manager.run(), anyio.create_task_group() as tg:
+                if idle_timeout and on_idle:
+                    tg.start_soon(watch_idle)
+                yield
+                tg.cancel_scope.cancel()
+        finally:
+            # uvicorn has stopped taking requests; let the writes in flight finish, then close the store.
+            await anyio.to_thread.run_sync(holder.close)
+
+    from starlette.middleware import Middleware
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard, token=config.server.token, check_host=host in LOOPBACK_HOSTS,
+                               extra_origins=frozenset(allowed_origins or ()), activity=activity)],
+        exception_handlers={MemcliError: on_memcli_error, ApiError: on_api_error, HTTPException: on_http_error,
+                            Exception: on_crash},
+        lifespan=lifespan,
+    )
+    app.state.holder = holder
+    app.state.activity = activity
+    app.state.mcp = mcp
+    return app
+
+
+def _hook_routes(holder: ServiceHolder, config: "Config") -> list[BaseRoute]:
+    """The Claude Code hook routes (``memcli.hooks.routes``), when that package provides them."""
+    try:
+        from memcli.hooks.routes import hook_routes
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("memcli.hooks.routes", "memcli.hooks"):
+            raise
+        return []
+    return list(hook_routes(holder.get, config))
