@@ -305,31 +305,33 @@ def event_deadline_ms(event: str, base_ms: int) -> int:
 
 def run(event: str, data: bytes, s: Settings, t0: float) -> bytes:
     """Forward one payload; returns what to print (possibly nothing)."""
-    deadline = t0 + event_deadline_ms(event, s.deadline_ms) / 1000.0
+    budget_ms = event_deadline_ms(event, s.deadline_ms)
+    deadline = t0 + budget_ms / 1000.0
     path = f"/hooks/{event}"
     try:
-        status, body = http(s.port, "POST", path, data, s.token, deadline)
-    except ServerDown:
-        if event == "Stop":
-            spool(s.home, data)
-            start_server(s)
-            log(s.home, "Stop: server down; turn spooled, server started")
-            return b""
-        if event == "SessionEnd":
-            if spool_pending(s.home):
+        try:
+            status, body = http(s.port, "POST", path, data, s.token, deadline)
+        except ServerDown:
+            if event == "Stop":
+                spool(s.home, data)
                 start_server(s)
-            return b""
-        start_server(s)
-        if not wait_healthy(s, deadline):
-            log(s.home, f"{event}: server not running; started it, nothing injected this time")
-            return b""
-        status, body = http(s.port, "POST", path, data, s.token, deadline)
-    except Timeout:
+                log(s.home, "Stop: server down; turn spooled, server started")
+                return b""
+            if event == "SessionEnd":
+                if spool_pending(s.home):
+                    start_server(s)
+                return b""
+            start_server(s)
+            if not wait_healthy(s, deadline):
+                log(s.home, f"{event}: server not running; started it, nothing injected this time")
+                return b""
+            status, body = http(s.port, "POST", path, data, s.token, deadline)
+    except (Timeout, ServerDown, OSError) as exc:
         if event == "Stop":
             spool(s.home, data)  # the server may still finish it: captures are idempotent
-            log(s.home, "Stop: server busy; turn spooled")
+            log(s.home, f"Stop: no answer ({type(exc).__name__}: {exc}); turn spooled")
         else:
-            log(s.home, f"{event}: no answer within {event_deadline_ms(event, s.deadline_ms)} ms")
+            log(s.home, f"{event}: no answer within {budget_ms} ms ({type(exc).__name__}: {exc})")
         return b""
     if status == 200 and body.lstrip()[:1] == b"{" and (b'"hookSpecificOutput"' in body or b'"systemMessage"' in body):
         return body

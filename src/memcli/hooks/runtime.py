@@ -109,10 +109,10 @@ class HookRuntime:
         if payload.get("agent_id") and not self.cfg.capture_subagents:
             self.last["skipped"] = "subagent"
             return
-        if not payload.get("_memcli_prompt"):
-            prompt = self.state.take_prompt(payload.get("session_id"))
-            if prompt:
-                payload = dict(payload, _memcli_prompt=prompt)
+        remembered = self.state.take_prompt(payload.get("session_id"))
+        prompt = payload.get("_memcli_prompt") or payload.get("prompt") or remembered
+        if prompt:
+            payload = dict(payload, _memcli_prompt=prompt)
         self.spool.put(payload)
 
     # ------------------------------------------------------------------ the queue
