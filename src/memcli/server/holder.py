@@ -120,18 +120,27 @@ class ServiceHolder:
 
 def setup_file_logging(config: "Config", name: str, *, level: int = logging.INFO,
                        stderr_level: int = logging.WARNING) -> Path:
-    """Log to ``<home>/logs/<name>.log`` (and stderr): never to stdout."""
+    """Log to ``<home>/logs/<name>.log`` and stderr, never to stdout. When stderr already is that file (a
+    detached server started with its output appended there), it is written once, through stderr."""
+    import os
+
     log_dir = config.log_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     path = log_dir / f"{name}.log"
     fmt = logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
-    fh = logging.FileHandler(path, encoding="utf-8")
-    fh.setFormatter(fmt)
-    root.addHandler(fh)
+    try:
+        err, log_file = os.fstat(2), os.stat(path)
+        stderr_is_log = (err.st_dev, err.st_ino) == (log_file.st_dev, log_file.st_ino)
+    except OSError:
+        stderr_is_log = False
+    if not stderr_is_log:
+        fh = logging.FileHandler(path, encoding="utf-8")
+        fh.setFormatter(fmt)
+        root.addHandler(fh)
     sh = logging.StreamHandler(sys.stderr)
     sh.setFormatter(fmt)
-    sh.setLevel(stderr_level)
+    sh.setLevel(level if stderr_is_log else stderr_level)
     root.addHandler(sh)
     root.setLevel(level)
     return path
