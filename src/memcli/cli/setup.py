@@ -1,0 +1,225 @@
+"""`memcli setup`: connect this machine's agents to memcli (interactive, or scripted with --yes)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from memcli.cli.context import state
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("setup")
+    def setup(
+        ctx: typer.Context,
+        yes: bool = typer.Option(False, "--yes", "-y", help="No prompts: use the flags and defaults, apply at once."),
+        home: Optional[Path] = typer.Option(None, "--home", help="memcli's home (config + data)."),
+        namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Default namespace to write."),
+        embedder: Optional[str] = typer.Option(None, "--embedder", help="local (default, bundled), openai "
+                                               "(any OpenAI-compatible API) or jina."),
+        embed_base_url: Optional[str] = typer.Option(None, "--embed-base-url", help="Embeddings API base URL."),
+        embed_model: Optional[str] = typer.Option(None, "--embed-model", help="Embeddings model name."),
+        embed_dims: Optional[int] = typer.Option(None, "--embed-dims", help="Embedding dimensions to request."),
+        embed_api_key: Optional[str] = typer.Option(None, "--embed-api-key", envvar="MEMCLI_EMBED_API_KEY",
+                                                    help="API key (stored in the config file, mode 600)."),
+        no_embed_test: bool = typer.Option(False, "--no-embed-test", help="Do not test a remote embedder now."),
+        agents: Optional[str] = typer.Option(None, "--agents", help="Comma-separated: claude-code, codex, gemini, "
+                                             "antigravity, claude-desktop, openclaw, or all (default: the ones "
+                                             "found on this machine)."),
+        claude_hooks: str = typer.Option("auto", "--claude-hooks", help="Claude Code hooks: auto (settings.json "
+                                         "unless the memcli plugin is installed), settings, plugin (print the "
+                                         "install lines) or none."),
+        no_cli: bool = typer.Option(False, "--no-cli", help="Edit config files even when `claude`/`openclaw` "
+                                    "CLIs are on PATH."),
+        print_: bool = typer.Option(False, "--print", help="Print each agent's config snippet; change nothing."),
+        uninstall: bool = typer.Option(False, "--uninstall", help="Remove exactly what setup added."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; change nothing."),
+    ) -> None:
+        """Connect your agents to memcli: MCP for every agent, hooks for Claude Code. Shows each change first;
+        a second run changes nothing; --uninstall removes exactly what it added.
+
+        Examples: memcli setup    |    memcli setup --yes --agents claude-code,codex    |    memcli setup --print
+        """
+        from rich.console import Console
+
+        from memcli.config import default_home, load_config
+        from memcli.setup.agents import AGENTS, Machine, resolve_agent_ids
+        from memcli.setup.core import SetupOptions, apply_plan, plan_install, plan_uninstall, snippets
+
+        con = Console(highlight=False)
+        st = state(ctx)
+        home_dir = (home or st.home or load_config(None).home).expanduser().resolve()
+        machine = Machine.current(home_dir, default_home())
+        interactive = not yes and sys.stdin.isatty() and not print_ and not dry_run
+        if claude_hooks not in ("auto", "settings", "plugin", "none"):
+            raise typer.BadParameter("use auto, settings, plugin or none", param_hint="--claude-hooks")
+
+        if uninstall:
+            plan = plan_uninstall(machine, use_cli=not no_cli)
+            _show(con, plan, title="memcli setup --uninstall")
+            _confirm_and_apply(con, plan, yes=yes, interactive=interactive, dry_run=dry_run)
+            return
+
+        found = {a: AGENTS[a].detect(machine) for a in AGENTS}
+        chosen = resolve_agent_ids(agents.split(",")) if agents else None
+        if print_:
+            ids = chosen or [a for a in AGENTS if found[a][0]] or list(AGENTS)
+            for agent, text in snippets(machine, ids, claude_hooks="none" if claude_hooks == "none" else
+                                        "settings").items():
+                con.rule(f"[bold]{AGENTS[agent].name}")
+                con.print(text, markup=False)
+            return
+
+        current = load_config(home_dir, env={})
+        emb = _embedder_values(embedder, embed_base_url, embed_model, embed_dims, embed_api_key)
+        if interactive:
+            from rich.prompt import Confirm, Prompt
+
+            con.print(f"[bold]memcli setup[/bold]  home: {home_dir}")
+            namespace = Prompt.ask("Namespace (the shared pool every agent reads and writes)",
+                                   default=namespace or current.namespace)
+            provider = Prompt.ask("Embedder", choices=["local", "openai", "jina"],
+                                  default=embedder or (current.embedder.provider if current.embedder.provider in
+                                                       ("local", "openai", "jina") else "local"))
+            if provider != "local":
+                same = current.embedder.provider == provider
+                emb = _embedder_values(
+                    provider,
+                    Prompt.ask("API base URL", default=embed_base_url or (current.embedder.base_url if same else None)
+                               or ("https://api.openai.com/v1" if provider == "openai" else "https://api.jina.ai/v1")),
+                    Prompt.ask("Model", default=embed_model or (current.embedder.model if same else None)
+                               or ("text-embedding-3-small" if provider == "openai" else "jina-embeddings-v3")),
+                    embed_dims or (current.embedder.dims if same else None),
+                    Prompt.ask("API key (empty for none)", password=True,
+                               default=embed_api_key or (current.embedder.api_key if same else None) or "",
+                               show_default=False) or None)
+            elif provider != current.embedder.provider:
+                emb = {"provider": "local"}
+            if emb and emb["provider"] != "local" and not no_embed_test:
+                if not _test_embedder(con, emb) and not Confirm.ask("Use it anyway?", default=False):
+                    raise typer.Exit(1)
+            table = _agents_table(found)
+            con.print(table)
+            chosen = chosen or [a for a in AGENTS if found[a][0] and
+                                Confirm.ask(f"Connect {AGENTS[a].name}?", default=True)]
+        else:
+            if emb and emb["provider"] not in ("local", "hash") and not no_embed_test and not dry_run:
+                if not _test_embedder(con, emb):
+                    raise typer.Exit(1)
+            if chosen is None:
+                chosen = [a for a in AGENTS if found[a][0]]
+        if namespace == current.namespace:
+            namespace = None  # unchanged: nothing to write
+        opts = SetupOptions(agents=chosen, namespace=namespace, embedder=emb, claude_hooks=claude_hooks,
+                            use_cli=not no_cli)
+        plan = plan_install(machine, opts)
+        if not chosen:
+            plan.note("memcli", "no agent found on this machine: name them with --agents (see memcli setup --print)")
+        if emb and (home_dir / "data").exists() and emb.get("provider") != current.embedder.provider:
+            plan.note("memcli", "the embedder changed: run `memcli reindex` to re-embed the memories already stored")
+        _show(con, plan, title="memcli setup")
+        _confirm_and_apply(con, plan, yes=yes, interactive=interactive, dry_run=dry_run)
+
+
+def _embedder_values(provider: str | None, base_url: str | None, model: str | None, dims: int | None,
+                     api_key: str | None) -> dict[str, Any] | None:
+    if provider is None:
+        return None
+    if provider not in ("local", "openai", "jina", "hash"):
+        raise typer.BadParameter("use local, openai or jina", param_hint="--embedder")
+    if provider == "local":
+        return {"provider": "local"}
+    return {"provider": provider, "base_url": base_url, "model": model, "dims": dims, "api_key": api_key}
+
+
+def _test_embedder(con: Any, values: dict[str, Any]) -> bool:
+    from memcli.errors import MemcliError
+    from memcli.setup.core import check_embedder
+
+    with con.status("Testing the embedder…"):
+        try:
+            con.print(f"[green]✓[/green] {check_embedder(values)}")
+            return True
+        except MemcliError as exc:
+            con.print(f"[red]✗ the embedder did not answer:[/red] {exc.message}")
+            return False
+
+
+def _agents_table(found: dict[str, tuple[bool, str]]) -> Any:
+    from rich.table import Table
+
+    from memcli.setup.agents import AGENTS
+
+    t = Table(title="Agents on this machine", header_style="bold")
+    t.add_column("agent")
+    t.add_column("found")
+    t.add_column("where")
+    for a, (ok, where) in found.items():
+        t.add_row(AGENTS[a].name, "[green]yes[/green]" if ok else "[dim]no[/dim]", where)
+    return t
+
+
+def _show(con: Any, plan: Any, *, title: str) -> None:
+    from rich.markup import escape
+    from rich.syntax import Syntax
+
+    from memcli.setup.agents import AGENTS
+
+    con.rule(f"[bold]{title}")
+    names = {**{a: AGENTS[a].name for a in AGENTS}, "memcli": "memcli"}
+    for agent in sorted(set(plan.notes) | set(plan.errors), key=lambda a: list(names).index(a) if a in names else 99):
+        for line in plan.notes.get(agent, []):
+            con.print(f"[cyan]{names.get(agent, agent)}[/cyan]: {escape(line)}")
+        if agent in plan.errors:
+            con.print(f"[yellow]{names.get(agent, agent)}: skipped[/yellow] — {escape(plan.errors[agent])}")
+    for ch in plan.files:
+        con.print(f"\n[bold]{ch.action}[/bold] {escape(str(ch.path))}")
+        diff = ch.diff()
+        if diff:
+            con.print(Syntax(diff, "diff", theme="ansi_dark", word_wrap=True))
+    for step in plan.commands:
+        con.print(f"\n[bold]run[/bold] {escape(step.shell())}")
+    if plan.empty:
+        con.print("\n[green]Nothing to change.[/green]" + (" (setup state updated)" if plan.state else ""))
+
+
+def _confirm_and_apply(con: Any, plan: Any, *, yes: bool, interactive: bool, dry_run: bool) -> None:
+    from memcli.setup.core import apply_plan
+
+    if dry_run:
+        con.print("\n[dim]Dry run: nothing was written.[/dim]")
+        return
+    if plan.empty and plan.state is None:
+        return
+    if not plan.empty and not yes:
+        if not interactive:
+            con.print("\n[yellow]Nothing written:[/yellow] no terminal to confirm on; re-run with --yes to apply.")
+            raise typer.Exit(1)
+        from rich.prompt import Confirm
+
+        if not Confirm.ask("\nApply these changes?", default=True):
+            con.print("Nothing written.")
+            raise typer.Exit(1)
+    from rich.markup import escape
+
+    result = apply_plan(plan)
+    for path in result.written:
+        con.print(f"[green]✓[/green] {'wrote' if path.exists() else 'removed'} {escape(str(path))}")
+    if result.backups:
+        con.print(f"[dim]backups of the changed files: {_common_dir(result.backups)}[/dim]")
+    for cmd, code, out in result.commands:
+        mark = "[green]✓[/green]" if code == 0 else f"[red]✗ (exit {code})[/red]"
+        con.print(f"{mark} {escape(cmd)}" + (f"\n  {escape(out)}" if out and code else ""))
+    if not result.ok:
+        raise typer.Exit(1)
+    if plan.files or plan.commands:
+        con.print("\nDone. Restart the agents whose config changed so they pick it up.")
+
+
+def _common_dir(paths: list[Path]) -> Path:
+    import os
+
+    return Path(os.path.commonpath([str(p.parent) for p in paths]))

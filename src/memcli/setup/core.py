@@ -1,0 +1,525 @@
+"""`memcli setup` without the prompts: plan what to change, show it, apply it, undo it.
+
+A plan is computed against the files as they are (nothing is written while planning), so the same code
+serves `--print`, the confirmation screen and the real run. Everything setup adds is recorded in
+``<memcli home>/setup-state.json`` with what was there before, so ``--uninstall`` removes exactly that and
+restores what it replaced, and leaves alone anything the user changed since.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memcli.setup.agents import AGENTS, HOOK_MARKER, SERVER_NAME, Machine
+from memcli.setup.edits import (
+    MISSING, FileChange, SetupError, Workspace, apply_changes, delete_in, dump_json, get_in, load_json, prune_empty,
+    remove_toml_table, set_in, set_toml_table, toml_get, toml_table_block,
+)
+
+STATE_FILE = "setup-state.json"
+STATE_VERSION = 1
+PLUGIN_LINES = ("/plugin marketplace add <path or owner/repo of memcli>", "/plugin install memcli@memcli")
+
+
+@dataclass
+class SetupOptions:
+    agents: list[str]
+    namespace: str | None = None
+    embedder: dict[str, Any] | None = None  # provider, base_url, model, dims, api_key; None: leave as is
+    claude_hooks: str = "auto"  # auto (settings unless the plugin is installed) | settings | plugin | none
+    use_cli: bool = True  # use the `claude` / `openclaw` CLIs when they are on PATH
+
+
+@dataclass
+class CommandStep:
+    agent: str
+    argv: list[str]
+    entry: dict[str, Any] | None = None  # the state entry this command creates (None: an undo)
+
+    def shell(self) -> str:
+        import shlex
+
+        return " ".join(shlex.quote(a) for a in self.argv)
+
+
+@dataclass
+class Plan:
+    machine: Machine
+    files: list[FileChange] = field(default_factory=list)
+    commands: list[CommandStep] = field(default_factory=list)
+    notes: dict[str, list[str]] = field(default_factory=dict)  # agent -> lines for the user
+    errors: dict[str, str] = field(default_factory=dict)  # agent -> why it was skipped
+    state: FileChange | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)  # the state after this plan
+
+    @property
+    def empty(self) -> bool:
+        return not self.files and not self.commands
+
+    def note(self, agent: str, text: str) -> None:
+        self.notes.setdefault(agent, []).append(text)
+
+
+@dataclass
+class ApplyResult:
+    written: list[Path]
+    backups: list[Path]
+    commands: list[tuple[str, int, str]]  # (command line, exit code, output)
+
+    @property
+    def ok(self) -> bool:
+        return all(code == 0 for _, code, _ in self.commands)
+
+
+# ---------------------------------------------------------------------------------------------- state
+def state_path(m: Machine) -> Path:
+    return m.memcli_home / STATE_FILE
+
+
+def load_state(m: Machine, ws: Workspace | None = None) -> list[dict[str, Any]]:
+    path = state_path(m)
+    text = ws.read(path) if ws else (path.read_text(encoding="utf-8") if path.exists() else None)
+    if not text:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise SetupError(f"{path} is corrupt; remove it to start over (setup will then not undo earlier runs)") from None
+    return list(data.get("entries", [])) if isinstance(data, dict) else []
+
+
+def _identity(e: dict[str, Any]) -> tuple[Any, ...]:
+    return (e["agent"], e["kind"], e.get("file"), tuple(e.get("keys") or ()), e.get("table"))
+
+
+def _dump_state(entries: list[dict[str, Any]]) -> str:
+    return json.dumps({"version": STATE_VERSION, "entries": entries}, indent=2, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- install
+class _Installer:
+    def __init__(self, m: Machine, opts: SetupOptions, ws: Workspace, plan: Plan, old: list[dict[str, Any]]) -> None:
+        self.m, self.opts, self.ws, self.plan = m, opts, ws, plan
+        self.old = {_identity(e): e for e in old}
+        self.entries: list[dict[str, Any]] = []
+
+    def _keep(self, ident_entry: dict[str, Any]) -> dict[str, Any] | None:
+        return self.old.get(_identity(ident_entry))
+
+    # ------------------------------------------------------------------ primitives
+    def json_key(self, agent: str, path: Path, keys: list[str], value: Any) -> None:
+        text = self.ws.read(path)
+        doc = load_json(text, path)
+        cur = get_in(doc, keys)
+        probe = {"agent": agent, "kind": "json_key", "file": str(path), "keys": keys}
+        prior = self._keep(probe)
+        if cur == value:
+            if prior:
+                self.entries.append(prior)
+            self.plan.note(agent, f"{path}: {'.'.join(keys)} already set")
+            return
+        created = set_in(doc, keys, value, path)
+        self.ws.write(path, dump_json(doc, text))
+        entry = dict(probe, value=value)
+        if prior:
+            entry.update(previous=prior.get("previous"), had_previous=prior.get("had_previous", False),
+                         created=prior.get("created", []), created_file=prior.get("created_file", False))
+        else:
+            entry.update(previous=None if cur is MISSING else cur, had_previous=cur is not MISSING, created=created,
+                         created_file=self.ws.original.get(path) is None)
+        self.entries.append(entry)
+
+    def json_list_item(self, agent: str, path: Path, keys: list[str], value: dict[str, Any]) -> None:
+        """One memcli item in a JSON list (a Claude Code hook group), replacing an older memcli item."""
+        text = self.ws.read(path)
+        doc = load_json(text, path)
+        probe = {"agent": agent, "kind": "json_list_item", "file": str(path), "keys": keys}
+        prior = self._keep(probe)
+        lst = get_in(doc, keys)
+        created: list[list[str]] = []
+        if lst is MISSING:
+            created = set_in(doc, keys, [], path) + [list(keys)]
+            lst = get_in(doc, keys)
+        if not isinstance(lst, list):
+            raise SetupError(f"{path}: {'.'.join(keys)} is not a list; memcli will not edit it")
+        ours = [i for i, item in enumerate(lst) if _is_memcli_group(item)]
+        if [lst[i] for i in ours] == [value]:
+            if prior:
+                self.entries.append(prior)
+            self.plan.note(agent, f"{path}: {'.'.join(keys)} hook already set")
+            return
+        if ours:
+            lst[ours[0]] = value
+            for i in reversed(ours[1:]):
+                del lst[i]
+        else:
+            lst.append(value)
+        self.ws.write(path, dump_json(doc, text))
+        entry = dict(probe, value=value)
+        if prior:
+            entry.update(created=prior.get("created", []), created_file=prior.get("created_file", False))
+        else:
+            entry.update(created=created, created_file=self.ws.original.get(path) is None)
+        self.entries.append(entry)
+
+    def toml_table(self, agent: str, path: Path, table: str, values: dict[str, Any]) -> None:
+        text = self.ws.read(path)
+        probe = {"agent": agent, "kind": "toml_table", "file": str(path), "table": table}
+        prior = self._keep(probe)
+        if toml_get(text, table, path) == values:
+            if prior:
+                self.entries.append(prior)
+            self.plan.note(agent, f"{path}: [{table}] already set")
+            return
+        new, previous, sep = set_toml_table(text, table, values, path)
+        self.ws.write(path, new)
+        entry = dict(probe, value=values)
+        if prior:
+            entry.update(previous=prior.get("previous"), sep=prior.get("sep", ""),
+                         created_file=prior.get("created_file", False))
+        else:
+            entry.update(previous=previous, sep=sep, created_file=self.ws.original.get(path) is None)
+        self.entries.append(entry)
+
+    # ------------------------------------------------------------------ memcli's own config
+    def memcli_config(self) -> None:
+        from memcli.config import config_path
+
+        values: dict[str, Any] = {}
+        if self.opts.namespace is not None:
+            values["namespace"] = self.opts.namespace
+        if self.opts.embedder is not None:
+            values["embedder"] = {k: v for k, v in self.opts.embedder.items() if v is not None}
+        path = config_path(self.m.memcli_home)
+        text = self.ws.read(path)
+        current = _parse_toml(text, path)
+        merged = copy.deepcopy(current)
+        for k, v in values.items():
+            if isinstance(v, dict):
+                section = merged.setdefault(k, {})
+                section.update(v)
+                if k == "embedder":  # a new provider: drop the old one's endpoint settings
+                    for stale in ("base_url", "model", "dims", "api_key"):
+                        if stale not in v:
+                            section.pop(stale, None)
+            else:
+                merged[k] = v
+        probe = {"agent": "memcli", "kind": "file", "file": str(path)}
+        prior = self._keep(probe)
+        if merged == current:
+            if prior:
+                self.entries.append(prior)
+            return
+        new = _render_config(merged)
+        self.ws.write(path, new)
+        self.entries.append(dict(probe, written=new, previous=prior["previous"] if prior else text))
+
+    # ------------------------------------------------------------------ agents
+    def claude_code(self) -> None:
+        m = self.m
+        server = m.mcp_server()
+        claude = m.which("claude") if self.opts.use_cli else None
+        claude_json = m.claude_json()
+        current = get_in(_read_json_quietly(claude_json), ["mcpServers", SERVER_NAME])
+        if claude:
+            probe = {"agent": "claude-code", "kind": "claude_mcp_cli", "file": str(claude_json)}
+            prior = self._keep(probe)
+            if _same_server(current, server):
+                if prior:
+                    self.entries.append(prior)
+                self.plan.note("claude-code", "MCP server `memcli` already registered (user scope)")
+            else:
+                previous = prior.get("previous") if prior else (None if current is MISSING else current)
+                if current is not MISSING:
+                    self.plan.commands.append(CommandStep("claude-code", [claude, "mcp", "remove", "--scope", "user",
+                                                                          SERVER_NAME]))
+                argv = [claude, "mcp", "add", "--scope", "user"]
+                for k, v in server.get("env", {}).items():
+                    argv += ["-e", f"{k}={v}"]
+                argv += [SERVER_NAME, "--", server["command"], *server["args"]]
+                entry = dict(probe, value=server, previous=previous, claude=claude)
+                self.plan.commands.append(CommandStep("claude-code", argv, entry))
+                self.entries.append(entry)
+        else:
+            self.json_key("claude-code", claude_json, ["mcpServers", SERVER_NAME], {"type": "stdio", **server})
+        mode = self.opts.claude_hooks
+        if mode == "auto":
+            mode = "none" if m.claude_plugin_installed() else "settings"
+            if mode == "none":
+                self.plan.note("claude-code", "hooks: the memcli plugin is installed and runs them already")
+        if mode == "settings":
+            settings = m.claude_config_dir() / "settings.json"
+            for event, group in m.hook_groups().items():
+                self.json_list_item("claude-code", settings, ["hooks", event], group)
+        elif mode == "plugin":
+            self.plan.note("claude-code", "hooks: install the plugin inside Claude Code:\n  " + "\n  ".join(PLUGIN_LINES))
+
+    def codex(self) -> None:
+        self.toml_table("codex", self.m.codex_config(), f"mcp_servers.{SERVER_NAME}", self.m.mcp_server())
+
+    def gemini(self) -> None:
+        self.json_key("gemini", self.m.gemini_settings(), ["mcpServers", SERVER_NAME], self.m.mcp_server())
+
+    def antigravity(self) -> None:
+        self.json_key("antigravity", self.m.antigravity_config(), ["mcpServers", SERVER_NAME], self.m.mcp_server())
+
+    def claude_desktop(self) -> None:
+        self.json_key("claude-desktop", self.m.claude_desktop_config(), ["mcpServers", SERVER_NAME],
+                      self.m.mcp_server())
+
+    def openclaw(self) -> None:
+        path = self.m.openclaw_config()
+        try:
+            self.json_key("openclaw", path, ["mcp", "servers", SERVER_NAME], self.m.mcp_server())
+        except SetupError:
+            openclaw = self.m.which("openclaw") if self.opts.use_cli else None
+            if not openclaw:
+                raise
+            # JSON5 (comments): let OpenClaw's own CLI edit its config.
+            probe = {"agent": "openclaw", "kind": "openclaw_mcp_cli", "file": str(path)}
+            entry = dict(probe, value=self.m.mcp_server(), openclaw=openclaw)
+            self.plan.commands.append(CommandStep("openclaw", [openclaw, "mcp", "set", SERVER_NAME,
+                                                               json.dumps(self.m.mcp_server())], entry))
+            self.entries.append(entry)
+
+
+def _is_memcli_group(item: Any) -> bool:
+    hooks = item.get("hooks") if isinstance(item, dict) else None
+    return isinstance(hooks, list) and any(isinstance(h, dict) and HOOK_MARKER in str(h.get("command", ""))
+                                           for h in hooks)
+
+
+def _same_server(current: Any, wanted: dict[str, Any]) -> bool:
+    if not isinstance(current, dict):
+        return False
+    return (current.get("command") == wanted["command"] and current.get("args", []) == wanted["args"]
+            and (current.get("env") or {}) == wanted.get("env", {}))
+
+
+def _read_json_quietly(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _parse_toml(text: str | None, path: Path) -> dict[str, Any]:
+    from memcli.setup.edits import tomllib
+
+    if not text:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SetupError(f"{path} is not valid TOML ({exc}); fix or remove it first") from None
+
+
+def _render_config(values: dict[str, Any]) -> str:
+    """The config file text, written by memcli.config.save_config (the one writer of that format)."""
+    from memcli.config import config_path, save_config
+
+    with tempfile.TemporaryDirectory() as d:
+        save_config(Path(d), values)
+        return config_path(Path(d)).read_text(encoding="utf-8")
+
+
+INSTALLERS = {"claude-code": _Installer.claude_code, "codex": _Installer.codex, "gemini": _Installer.gemini,
+              "antigravity": _Installer.antigravity, "claude-desktop": _Installer.claude_desktop,
+              "openclaw": _Installer.openclaw}
+
+
+def plan_install(m: Machine, opts: SetupOptions) -> Plan:
+    """What setup would change for these agents (nothing is written)."""
+    ws = Workspace()
+    plan = Plan(m)
+    old = load_state(m, ws)
+    inst = _Installer(m, opts, ws, plan, old)
+    inst.memcli_config()
+    for agent in opts.agents:
+        mark = len(inst.entries), len(plan.commands)
+        snapshot = dict(ws.current)
+        try:
+            INSTALLERS[agent](inst)
+        except SetupError as exc:  # one agent's unusual config does not stop the others
+            for p in ws.current:
+                ws.current[p] = snapshot.get(p, ws.original[p])
+            del inst.entries[mark[0]:]
+            del plan.commands[mark[1]:]
+            plan.errors[agent] = exc.message
+    # what earlier runs added and this run did not touch stays recorded, so --uninstall still removes it
+    # (in the order they were first recorded: a second identical run rewrites nothing, not even the state)
+    new = {_identity(e): e for e in inst.entries}
+    olds = {_identity(e) for e in old}
+    plan.entries = [new.get(_identity(e), e) for e in old] + [e for e in inst.entries if _identity(e) not in olds]
+    _finish(plan, ws)
+    return plan
+
+
+def _finish(plan: Plan, ws: Workspace) -> None:
+    sp = state_path(plan.machine)
+    new_state = _dump_state(plan.entries) if plan.entries else None
+    if (ws.read(sp) or None) != new_state:
+        ws.write(sp, new_state)
+    changes = ws.changes()
+    plan.files = [c for c in changes if c.path != sp]
+    plan.state = next((c for c in changes if c.path == sp), None)
+
+
+# ---------------------------------------------------------------------------------------------- uninstall
+def plan_uninstall(m: Machine, *, use_cli: bool = True) -> Plan:
+    """Undo everything setup-state.json records, restoring what it replaced; leave user changes alone."""
+    ws = Workspace()
+    plan = Plan(m)
+    entries = load_state(m, ws)
+    created: dict[Path, list[list[str]]] = {}
+    created_files: set[Path] = set()
+    for e in reversed(entries):
+        agent, kind = e["agent"], e["kind"]
+        path = Path(e["file"]) if e.get("file") else None
+        try:
+            if kind == "json_key":
+                assert path is not None
+                doc = load_json(ws.read(path), path)
+                if get_in(doc, e["keys"]) != e["value"]:
+                    plan.note(agent, f"{path}: {'.'.join(e['keys'])} changed since setup; left as it is")
+                    continue
+                if e.get("had_previous"):
+                    set_in(doc, e["keys"], e["previous"], path)
+                else:
+                    delete_in(doc, e["keys"])
+                ws.write(path, dump_json(doc, ws.read(path)))
+                created.setdefault(path, []).extend(e.get("created", []))
+            elif kind == "json_list_item":
+                assert path is not None
+                doc = load_json(ws.read(path), path)
+                lst = get_in(doc, e["keys"])
+                if not isinstance(lst, list) or e["value"] not in lst:
+                    plan.note(agent, f"{path}: the {'.'.join(e['keys'])} hook changed since setup; left as it is")
+                    continue
+                lst.remove(e["value"])
+                ws.write(path, dump_json(doc, ws.read(path)))
+                created.setdefault(path, []).extend(e.get("created", []))
+            elif kind == "toml_table":
+                assert path is not None
+                text = ws.read(path) or ""
+                new, removed = remove_toml_table(text, e["table"], e["value"], e.get("previous"), e.get("sep", ""),
+                                                 path)
+                if not removed:
+                    plan.note(agent, f"{path}: [{e['table']}] changed since setup; left as it is")
+                    continue
+                ws.write(path, new)
+            elif kind == "file":
+                assert path is not None
+                if ws.read(path) != e["written"]:
+                    plan.note(agent, f"{path} changed since setup; left as it is")
+                    continue
+                ws.write(path, e.get("previous"))
+            elif kind == "claude_mcp_cli":
+                current = get_in(_read_json_quietly(Path(e["file"])), ["mcpServers", SERVER_NAME])
+                if not _same_server(current, e["value"]):
+                    plan.note(agent, "MCP server `memcli` changed since setup; left as it is")
+                    continue
+                claude = (m.which("claude") if use_cli else None) or e.get("claude")
+                plan.commands.append(CommandStep(agent, [claude, "mcp", "remove", "--scope", "user", SERVER_NAME]))
+                if e.get("previous"):
+                    plan.commands.append(CommandStep(agent, [claude, "mcp", "add-json", "--scope", "user", SERVER_NAME,
+                                                             json.dumps(e["previous"])]))
+            elif kind == "openclaw_mcp_cli":
+                openclaw = (m.which("openclaw") if use_cli else None) or e.get("openclaw")
+                plan.commands.append(CommandStep(agent, [openclaw, "mcp", "unset", SERVER_NAME]))
+            if e.get("created_file") and path is not None:
+                created_files.add(path)
+        except SetupError as exc:
+            plan.errors[agent] = exc.message
+    for path, containers in created.items():
+        doc = load_json(ws.read(path), path)
+        prune_empty(doc, containers)
+        ws.write(path, dump_json(doc, ws.read(path)))
+    for path in created_files:
+        text = ws.read(path)
+        if text is not None and (not text.strip() or (path.suffix == ".json" and load_json(text, path) == {})):
+            ws.write(path, None)
+    plan.entries = []
+    _finish(plan, ws)
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------- apply
+def apply_plan(plan: Plan, *, run: Any = None) -> ApplyResult:
+    """Write the files (with backups), run the commands, record the state."""
+    run = run or _run
+    written = [c.path for c in plan.files]
+    backup_dir = plan.machine.memcli_home / "backups" / time.strftime("%Y%m%d-%H%M%S")
+    backups = apply_changes(plan.files, backup_dir if any(c.before is not None for c in plan.files) else None)
+    results = []
+    failed: list[dict[str, Any]] = []
+    for step in plan.commands:
+        code, out = run(step.argv)
+        results.append((step.shell(), code, out))
+        if code != 0 and step.entry is not None:
+            failed.append(step.entry)
+    if failed:  # what did not happen is not recorded as done
+        plan.entries = [e for e in plan.entries if all(e is not f for f in failed)]
+        ws = Workspace()
+        ws.read(state_path(plan.machine))
+        _finish(plan, ws)
+    if plan.state is not None:
+        apply_changes([plan.state], None)
+    return ApplyResult(written, backups, results)
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 1, str(exc)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+# ---------------------------------------------------------------------------------------------- print
+def snippets(m: Machine, agents: list[str], *, claude_hooks: str = "settings") -> dict[str, str]:
+    """The config each agent needs, as the user would write it by hand (`memcli setup --print`)."""
+    server = m.mcp_server()
+    out: dict[str, str] = {}
+    for agent in agents:
+        if agent == "claude-code":
+            import shlex
+
+            env = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in server.get("env", {}).items())
+            text = (f"claude mcp add --scope user{env} {SERVER_NAME} -- "
+                    + " ".join(shlex.quote(a) for a in [server["command"], *server["args"]]))
+            if claude_hooks != "none":
+                hooks = {"hooks": {ev: [g] for ev, g in m.hook_groups().items()}}
+                text += (f"\n\n# hooks, merged into {m.claude_config_dir() / 'settings.json'}"
+                         " (or install the plugin instead):\n" + json.dumps(hooks, indent=2))
+            out[agent] = text
+        elif agent == "codex":
+            out[agent] = f"# {m.codex_config()}\n" + toml_table_block(f"mcp_servers.{SERVER_NAME}", server)
+        elif agent == "openclaw":
+            out[agent] = f"// {m.openclaw_config()}\n" + json.dumps({"mcp": {"servers": {SERVER_NAME: server}}},
+                                                                       indent=2)
+        else:
+            path = AGENTS[agent].config_path(m)
+            out[agent] = f"// {path}\n" + json.dumps({"mcpServers": {SERVER_NAME: server}}, indent=2)
+    return out
+
+
+def check_embedder(values: dict[str, Any]) -> str:
+    """Embed one sentence with these embedder settings; returns a description or raises MemcliError."""
+    from memcli.config import EmbedderConfig
+    from memcli.embedders import make_embedder
+
+    cfg = EmbedderConfig(**{k: v for k, v in values.items() if v is not None})
+    emb = make_embedder(cfg, cache=False)
+    try:
+        vec = emb.embed_query("memcli setup: does this embedder answer?")
+        return f"{cfg.provider} embedder answered: {len(vec)} dimensions"
+    finally:
+        emb.close()
