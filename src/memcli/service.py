@@ -153,7 +153,7 @@ class MemoryService:
                 similar = self._similar(vec, mems[i].namespace, self.duplicate_threshold)
                 results[i] = RememberResult(memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar])
                 rows.append(memory_to_row(mems[i], vec))
-            self.store.insert(rows)
+            self.store.add(rows)
         return [r for r in results if r is not None]
 
     def _embed_passages(self, texts: list[str], progress: Progress | None, batch: int = 32) -> Any:

@@ -187,6 +187,16 @@ class MemoryStore:
         self._after_write()
         return int(res.num_inserted_rows)
 
+    def add(self, rows: list[dict[str, Any]]) -> int:
+        """Append rows with fresh ids (UUIDv7: no collision to check, so no merge scan)."""
+        if not rows:
+            return 0
+        import pyarrow as pa
+
+        self.table.add(pa.Table.from_pylist(rows, schema=self.table.schema))
+        self._after_write()
+        return len(rows)
+
     def replace(self, rows: list[dict[str, Any]]) -> None:
         """Write whole rows by id (insert or overwrite)."""
         import pyarrow as pa
@@ -377,6 +387,19 @@ class MemoryStore:
                 raise
         self._fts_ready = True
 
+    def ensure_scalar_indexes(self) -> None:
+        """B-tree indexes for the exact lookups every write does (id, content hash, key)."""
+        if self.table.count_rows() < 1000:
+            return
+        have = {tuple(ix.columns) for ix in self.table.list_indices()}
+        for col in ("id", "content_hash", "key", "namespace"):
+            if (col,) not in have:
+                try:
+                    self.table.create_scalar_index(col, index_type="BITMAP" if col == "namespace" else "BTREE")
+                except (ValueError, RuntimeError, OSError) as exc:
+                    if "already exists" not in str(exc).lower():
+                        raise
+
     def ensure_vector_index(self, *, force: bool = False) -> bool:
         """An ANN index once the table is large enough for exact search to be slow."""
         n = self.table.count_rows()
@@ -430,6 +453,7 @@ class MemoryStore:
             if not owner:
                 return {"compacted": False, "reason": "another process is compacting", "fragments": before}
             self.ensure_fts_index()
+            self.ensure_scalar_indexes()
             self.ensure_vector_index()
             delay = 0.05
             for attempt in range(retries):

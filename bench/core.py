@@ -1,0 +1,203 @@
+"""Core benchmark: write throughput and recall latency of memcli with the bundled embedder.
+
+Prints:
+- remember throughput (memories/s) for batch import and one-by-one remember, and the ratio of import
+  throughput to the embedder's own throughput on the same texts in the same run (target ≥ 0.8);
+- warm recall p50/p95 at 10k and 100k memories (the 100k part uses precomputed vectors: real e5 vectors
+  of real texts, jittered), before and after 1,000 single writes (target p50 ≤ 20 ms at 100k);
+- a cold `memcli recall` as a whole process.
+
+Usage: python bench/core.py [--sizes 10000,100000] [--writes 1000] [--queries 100]
+Texts come from ../shared/data/locomo10-dev.json (benchmark data, never shipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "locomo10-dev.json"
+CACHE = ROOT / "bench" / ".cache"
+
+
+def turns() -> list[str]:
+    out = []
+    for conv in json.loads(DATA.read_text()):
+        c = conv["conversation"]
+        for k, v in c.items():
+            if k.startswith("session_") and isinstance(v, list):
+                for t in v:
+                    text = f"{t['speaker']}: {t['text']}"
+                    if t.get("blip_caption"):
+                        text += f" [shares {t['blip_caption']}]"
+                    out.append(text)
+    return out
+
+
+def questions() -> list[str]:
+    return [q["question"] for conv in json.loads(DATA.read_text()) for q in conv["qa"]]
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def open_service(home: Path):
+    from memcli.config import load_config
+    from memcli.service import MemoryService
+
+    return MemoryService.open(load_config(home, env={}))
+
+
+def real_vectors(texts: list[str]) -> np.ndarray:
+    """e5 vectors of the LoCoMo turns, cached on disk (embedding ~50 passages/s on 2 cores)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"turn-vectors-{len(texts)}.npy"
+    if path.exists():
+        return np.load(path)
+    from memcli.embedders.local import LocalEmbedder
+
+    emb = LocalEmbedder()
+    vecs = np.concatenate([emb.embed_passages(texts[i:i + 64]) for i in range(0, len(texts), 64)])
+    np.save(path, vecs)
+    return vecs
+
+
+def bench_throughput(texts: list[str], n_batch: int, n_single: int) -> None:
+    from memcli.embedders.local import LocalEmbedder
+
+    sample = texts[:n_batch]
+    emb = LocalEmbedder()
+    t = time.perf_counter()
+    for i in range(0, len(sample), 64):
+        emb.embed_passages(sample[i:i + 64])
+    emb_rate = len(sample) / (time.perf_counter() - t)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        svc = open_service(Path(tmp))
+        recs = [{"content": s, "namespace": "bench"} for s in sample]
+        t = time.perf_counter()
+        svc.import_records(recs)
+        imp_rate = len(sample) / (time.perf_counter() - t)
+        assert svc.store.count() == len(sample)
+        singles = texts[n_batch:n_batch + n_single]
+        t = time.perf_counter()
+        for s in singles:
+            svc.remember(s, namespace="bench")
+        one_rate = len(singles) / (time.perf_counter() - t)
+        svc.close()
+    print(f"embedder alone (batches of 64):   {emb_rate:7.1f} passages/s  ({len(sample)} texts)")
+    print(f"import (batch, through memcli):   {imp_rate:7.1f} memories/s  ratio to embedder {imp_rate / emb_rate:.2f}"
+          " (target >= 0.8)")
+    print(f"remember one by one:              {one_rate:7.1f} memories/s  ({len(singles)} texts; each checks"
+          " duplicates, embeds alone, writes one row)")
+
+
+def build_store(home: Path, n: int, texts: list[str], vecs: np.ndarray) -> None:
+    """n memories with real vectors (jittered copies beyond the real turns), written through the store."""
+    from memcli.models import Memory, content_hash, new_id, now_ms
+    from memcli.store import memory_to_row
+
+    svc = open_service(home)
+    rng = np.random.default_rng(7)
+    base = now_ms() - 90 * 86_400_000
+    rows = []
+    for i in range(n):
+        j = i % len(texts)
+        text = texts[j] if i < len(texts) else f"{texts[j]} (note {i})"
+        v = vecs[j] if i < len(texts) else vecs[j] + rng.normal(0, 0.02, vecs.shape[1]).astype(np.float32)
+        v = v / np.linalg.norm(v)
+        m = Memory(id=new_id(), content=text, namespace="bench", scope="global", created_at=base + i * 60_000,
+                   updated_at=base + i * 60_000, content_hash=content_hash(text), source="import")
+        rows.append(memory_to_row(m, v))
+        if len(rows) == 5000:
+            svc.store.insert(rows)
+            rows = []
+    if rows:
+        svc.store.insert(rows)
+    t = time.perf_counter()
+    svc.store.compact()
+    print(f"  built {n:,} memories; compaction + indexes took {time.perf_counter() - t:.1f}s;"
+          f" indexes: {sorted(svc.store._index_names())}")
+    svc.close()
+
+
+def bench_recall(home: Path, qs: list[str], label: str) -> tuple[float, float]:
+    svc = open_service(home)
+    for q in qs[:5]:
+        svc.recall(q, namespace="bench")  # warm caches
+    lat = []
+    for q in qs:
+        t = time.perf_counter()
+        svc.recall(q, namespace="bench", top_k=5)
+        lat.append((time.perf_counter() - t) * 1000)
+    svc.close()
+    p50, p95 = statistics.median(lat), pct(lat, 95)
+    print(f"  recall {label:<34} p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   ({len(qs)} queries)")
+    return p50, p95
+
+
+def single_writes(home: Path, texts: list[str], n: int) -> None:
+    svc = open_service(home)
+    t = time.perf_counter()
+    for i in range(n):
+        svc.remember(f"{texts[i % len(texts)]} (single write {i})", namespace="bench")
+    dt = time.perf_counter() - t
+    print(f"  {n} single writes: {n / dt:.1f}/s; fragments now {svc.store.fragment_count()}")
+    svc.close()
+
+
+def cold_cli(home: Path, query: str, runs: int = 5) -> None:
+    exe = Path(sys.executable).parent / "memcli"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "memcli"]
+    env = dict(os.environ, MEMCLI_HOME=str(home), MEMCLI_NAMESPACE="bench")
+    env.pop("MEMCLI_EMBEDDER", None)
+    lat = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd + ["recall", query, "--json"], env=env, check=True, capture_output=True)
+        lat.append((time.perf_counter() - t) * 1000)
+    print(f"  cold `memcli recall` (whole process): median {statistics.median(lat):.0f} ms over {runs} runs")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--writes", type=int, default=1000)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--throughput", type=int, default=500, help="texts for the throughput part (0 = skip)")
+    args = ap.parse_args()
+    texts = turns()
+    qs = questions()[: args.queries]
+    print(f"memcli core benchmark — {os.cpu_count()} cores, {len(texts)} real texts")
+    if args.throughput:
+        bench_throughput(texts, args.throughput, min(100, args.throughput))
+    vecs = real_vectors(texts)
+    for n in (int(s) for s in args.sizes.split(",") if s):
+        print(f"\n{n:,} memories:")
+        home = Path(tempfile.mkdtemp(prefix=f"memcli-bench-{n}-"))
+        try:
+            build_store(home, n, texts, vecs)
+            bench_recall(home, qs, "warm, compacted")
+            if args.writes:
+                single_writes(home, texts, args.writes)
+                bench_recall(home, qs, f"warm, after {args.writes} single writes")
+            cold_cli(home, qs[0])
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
