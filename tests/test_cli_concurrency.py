@@ -8,8 +8,11 @@ import sys
 import time
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from memcli.cli.app import app
 from memcli.config import load_config
-from memcli.service import MemoryService
+from memcli.service import MemoryService, NewMemory
 
 # Each worker opens the store, says it is ready, and waits for the common "go" so that the writes really
 # overlap (imports alone take ~1 s, and longer when four processes start on two cores).
@@ -96,8 +99,8 @@ def test_four_processes_remember_fifty_each(home: Path, subprocess_env: dict[str
 def test_concurrent_remember_forget_and_compact_leave_a_consistent_store(
         home: Path, subprocess_env: dict[str, str], memcli_bin: str, tmp_path: Path) -> None:
     s = MemoryService.open(load_config(home))
-    initial = [s.remember(f"initial memory {i} about the old topic {i}", tags=["initial"]).memory_id
-               for i in range(60)]
+    initial = [r.memory_id for r in s.remember_many(
+        [NewMemory(f"initial memory {i} about the old topic {i}", tags=["initial"]) for i in range(60)])]
     s.close()
     doomed, kept = initial[:30], initial[30:]
 
@@ -132,6 +135,6 @@ def test_concurrent_remember_forget_and_compact_leave_a_consistent_store(
     finally:
         s.close()
     # the CLI sees the same consistent store
-    listed = json.loads(subprocess.run([memcli_bin, "list", "--limit", "1000", "--json"], env=subprocess_env,
-                                       capture_output=True, text=True, timeout=60).stdout)
+    res = CliRunner().invoke(app, ["list", "--limit", "1000", "--json"], catch_exceptions=False)
+    listed = json.loads(res.stdout)
     assert {it["memory_id"] for it in listed} == set(kept) | set(new_ids)
