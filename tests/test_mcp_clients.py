@@ -162,13 +162,15 @@ def test_stdio_stdout_carries_only_json_rpc(memcli_bin: str, subprocess_env: dic
     assert reply()["result"]["isError"] is True
     send("this is not json")
     send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
-    proc.stdin.close()
+    msgs = [reply()]  # every line parses as JSON...
+    while msgs[-1].get("id") != 4:
+        msgs.append(reply())
+    assert len(msgs[-1]["result"]["tools"]) == len(TOOLS)
+    proc.stdin.close()  # the client goes away: the server exits, still writing nothing else
     rest = proc.stdout.read()
     assert proc.wait(30) == 0, errlog.read_text()
-    lines = [ln for ln in rest.decode().splitlines() if ln.strip()]
-    msgs = [json.loads(ln) for ln in lines]  # every line parses...
+    msgs += [json.loads(ln) for ln in rest.decode().splitlines() if ln.strip()]
     assert all(m.get("jsonrpc") == "2.0" for m in msgs)  # ...and is JSON-RPC
-    assert any(m.get("id") == 4 and len(m["result"]["tools"]) == len(TOOLS) for m in msgs)
 
 
 def _service_rows(home: Path) -> list[Any]:
