@@ -228,3 +228,19 @@ def test_errors_go_to_stderr_in_human_mode(seeded: Any, monkeypatch: pytest.Monk
     monkeypatch.setenv("MEMCLI_JSON", "0")
     res = invoke("remember", "ok", "--importance", "3")
     assert res.exit_code == 1 and res.stdout == "" and "Error:" in res.stderr and "importance" in res.stderr
+
+
+def test_unwritable_export_target_is_a_clear_error(seeded: Any, tmp_path: Path) -> None:
+    assert_refused(invoke("export", "-o", str(tmp_path / "no" / "such" / "dir.jsonl"), "--json"), "does not exist")
+    assert_refused(invoke("export", "-o", str(tmp_path), "--json"), "is a directory")
+    assert list(tmp_path.glob(".*.tmp")) == []
+
+
+def test_distill_deletes_nothing_when_the_archive_cannot_be_written(home: Path) -> None:
+    res = invoke("remember", "expires at once", "--ttl", "1ms", "--json")
+    mid = json.loads(res.stdout)["memory_id"]
+    home.joinpath("archive").write_text("a file where the archive directory should be")
+    assert_refused(invoke("distill", "--json"), "archive", "nothing was deleted")
+    s = MemoryService.open(load_config(home))
+    assert s.get(mid).id == mid
+    s.close()

@@ -11,6 +11,7 @@ import typer
 
 from memcli.cli.context import use_json
 from memcli.cli.output import emit, out
+from memcli.errors import MemcliError
 
 
 def archive_path(home: Path) -> Path:
@@ -34,13 +35,16 @@ def register(app: typer.Typer) -> None:
         archived: list[int] = []
 
         def archive(mems: list) -> None:
-            # written and synced before the core deletes anything
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as fh:
-                for m in mems:
-                    fh.write(json.dumps(m.record(), ensure_ascii=False) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            # written and synced before the core deletes anything; a failed write deletes nothing
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as fh:
+                    for m in mems:
+                        fh.write(json.dumps(m.record(), ensure_ascii=False) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:
+                raise MemcliError(f"cannot write the archive {path}: {exc.strerror or exc}; nothing was deleted") from None
             archived.append(len(mems))
 
         res = st.service().distill(archive=archive)

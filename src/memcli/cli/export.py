@@ -14,6 +14,7 @@ import typer
 
 from memcli.cli.context import use_json
 from memcli.cli.output import emit, out
+from memcli.errors import MemcliError, ValidationError
 
 FORMATS = ("jsonl", "json", "md")
 EXPORT_VERSION = 1
@@ -49,6 +50,10 @@ def register(app: typer.Typer) -> None:
             sys.stdout.flush()
             return
         path = output.expanduser()
+        if path.is_dir():
+            raise ValidationError(f"{path} is a directory: give a file name, like {path / 'memories.jsonl'}")
+        if not path.parent.is_dir():
+            raise ValidationError(f"cannot write {path}: the directory {path.parent} does not exist")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
@@ -56,6 +61,8 @@ def register(app: typer.Typer) -> None:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)  # a half-written export never replaces a good one
+        except OSError as exc:
+            raise MemcliError(f"cannot write {path}: {exc.strerror or exc}") from None
         finally:
             tmp.unlink(missing_ok=True)
         emit({"ok": True, "exported": n, "format": fmt, "path": str(path)}, st.json,
