@@ -94,6 +94,29 @@ def test_remember_then_recall_json_shapes(home: Path) -> None:
     assert mem.content == "the billing service uses PostgreSQL 16" and mem.source == "cli" and mem.version == 1
 
 
+def test_recall_filters_apply_before_top_k(home: Path) -> None:
+    s = svc(home)
+    old = int(time.time() * 1000) - 30 * 86_400_000
+    for i in range(20):  # many better-matching memories that the filters must exclude
+        s.remember(f"redis cache eviction policy notes {i}", agent="claude-code", tags=["cache"])
+    codex = s.remember("redis eviction for codex", agent="codex", tags=["cache", "codex"]).memory_id
+    ancient = s.remember("redis cache eviction policy, the old notes", created_at=old, project="legacy").memory_id
+    s.close()
+
+    def ids(*args: str) -> list[str]:
+        return [h["memory_id"] for h in run("recall", "redis cache eviction policy", *args, "--json")]
+
+    assert ids("--agent", "codex", "-k", "3") == [codex]
+    assert ids("--scope", "agent:codex") == [codex]
+    assert ids("--tag", "codex") == [codex]
+    assert ids("--until", "7d") == [ancient]
+    assert ancient not in ids("--since", "7d", "-k", "50")
+    assert ids("--project", "legacy") == [ancient]
+    assert len(ids("-k", "3")) == 3 and len(ids("-k", "50")) == 22
+    assert all(h["score"] >= 0.9 for h in run("recall", "redis", "--min-score", "0.9", "--json"))
+    assert ids("--mode", "text", "--agent", "codex") == [codex]
+
+
 def test_remember_exact_duplicate_returns_same_id_and_writes_nothing(home: Path) -> None:
     first = remember("Deploys happen on Tuesdays")
     again = run("remember", "  deploys   happen on TUESDAYS ", "--json")

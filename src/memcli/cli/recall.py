@@ -25,6 +25,7 @@ def register(app: typer.Typer) -> None:
         project: Optional[str] = typer.Option(None, "--project", help="Only memories written in this project."),
         include_expired: bool = typer.Option(False, "--include-expired", help="Also expired memories."),
         mode: str = typer.Option("hybrid", "--mode", help="hybrid, vector or text."),
+        min_score: float = typer.Option(0.0, "--min-score", help="Drop memories scoring below this (0..1)."),
         explain: bool = typer.Option(False, "--explain", help="Show each signal behind the score."),
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (default from config)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -39,7 +40,7 @@ def register(app: typer.Typer) -> None:
             query, top_k=top_k, agent=agent, scope=scope, tags=tag,
             since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
             project=project, project_only=project is not None, include_expired=include_expired, explain=explain,
-            mode=mode)
+            mode=mode, min_score=min_score)
         items = [h.item() for h in hits]
         emit(items, st.json, lambda d: _human(d, explain))
 
