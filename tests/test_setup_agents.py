@@ -298,3 +298,33 @@ def test_cli_setup_then_the_written_config_starts_a_working_mcp_server(user_home
     undo = run("--uninstall", "--yes")
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert _tree(user_home) == before
+
+
+@pytest.mark.slow
+def test_with_the_real_claude_cli(tmp_path: Path, home: Path) -> None:
+    """With Claude Code's own CLI (`claude` on PATH or CLAUDE_BIN; `npm i @anthropic-ai/claude-code`): setup
+    registers the server through `claude mcp add`, Claude Code connects to it, uninstall restores the old entry."""
+    import shutil
+
+    claude = os.environ.get("CLAUDE_BIN") or shutil.which("claude")
+    if not claude:
+        pytest.skip("Claude Code's CLI is not installed (set CLAUDE_BIN or put `claude` on PATH)")
+    user_home = tmp_path / "u"
+    user_home.mkdir()
+    old = {"numStartups": 3, "mcpServers": {"memcli": {"type": "stdio", "command": "/old/memcli", "args": ["mcp"],
+                                                       "env": {}}}}
+    (user_home / ".claude.json").write_text(_json(old))
+    env = {**os.environ, "HOME": str(user_home), "MEMCLI_HOME": str(home),
+           "PATH": f"{Path(claude).parent}:/usr/bin:/bin"}
+    run = lambda *a: subprocess.run(a, env=env, capture_output=True, text=True, timeout=120,  # noqa: E731
+                                    stdin=subprocess.DEVNULL)
+    first = run(MEMCLI, "setup", "--yes", "--agents", "claude-code", "--claude-hooks", "none")
+    assert first.returncode == 0, first.stdout + first.stderr
+    entry = json.loads((user_home / ".claude.json").read_text())["mcpServers"]["memcli"]
+    assert entry["command"] == MEMCLI and entry["args"] == ["mcp"]
+    assert "Nothing to change" in run(MEMCLI, "setup", "--yes", "--agents", "claude-code",
+                                      "--claude-hooks", "none").stdout
+    listed = run(claude, "mcp", "list")
+    assert "memcli" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+    assert run(MEMCLI, "setup", "--uninstall", "--yes").returncode == 0
+    assert json.loads((user_home / ".claude.json").read_text())["mcpServers"] == old["mcpServers"]

@@ -240,10 +240,11 @@ class _Installer:
                 if current is not MISSING:
                     self.plan.commands.append(CommandStep("claude-code", [claude, "mcp", "remove", "--scope", "user",
                                                                           SERVER_NAME]))
-                argv = [claude, "mcp", "add", "--scope", "user"]
+                # the name comes before -e: `-e` takes several values and would swallow it
+                argv = [claude, "mcp", "add", "--scope", "user", SERVER_NAME]
                 for k, v in server.get("env", {}).items():
                     argv += ["-e", f"{k}={v}"]
-                argv += [SERVER_NAME, "--", server["command"], *server["args"]]
+                argv += ["--", server["command"], *server["args"]]
                 entry = dict(probe, value=server, previous=previous, claude=claude)
                 self.plan.commands.append(CommandStep("claude-code", argv, entry))
                 self.entries.append(entry)
@@ -493,7 +494,7 @@ def snippets(m: Machine, agents: list[str], *, claude_hooks: str = "settings") -
             import shlex
 
             env = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in server.get("env", {}).items())
-            text = (f"claude mcp add --scope user{env} {SERVER_NAME} -- "
+            text = (f"claude mcp add --scope user {SERVER_NAME}{env} -- "
                     + " ".join(shlex.quote(a) for a in [server["command"], *server["args"]]))
             if claude_hooks != "none":
                 hooks = {"hooks": {ev: [g] for ev, g in m.hook_groups().items()}}
