@@ -236,6 +236,10 @@ def test_plugin_installed_means_no_settings_hooks(user_home: Path, tmp_path: Pat
     plan = plan_install(m, SetupOptions(agents=["claude-code"]))
     assert [c.path.name for c in plan.files] == [".claude.json"]
     assert any("plugin is installed" in n for n in plan.notes["claude-code"])
+    settings = user_home / ".claude" / "settings.json"
+    settings.write_text(_json({**CLAUDE_SETTINGS, "enabledPlugins": {"memcli@memcli": False}}))  # disabled
+    plan = plan_install(m, SetupOptions(agents=["claude-code"]))
+    assert sorted(c.path.name for c in plan.files) == [".claude.json", "settings.json"]
 
 
 def test_hooks_mirror_the_plugin_hooks_json(tmp_path: Path) -> None:

@@ -147,7 +147,15 @@ class Machine:
         except (OSError, ValueError):
             return False
         plugins = data.get("plugins") if isinstance(data, dict) else None
-        return isinstance(plugins, dict) and any(str(k).split("@")[0] == "memcli" for k in plugins)
+        ids = [str(k) for k in plugins if str(k).split("@")[0] == "memcli"] if isinstance(plugins, dict) else []
+        if not ids:
+            return False
+        try:  # installed but switched off (`claude plugin disable`) does not count
+            enabled = json.loads((self.claude_config_dir() / "settings.json").read_text(encoding="utf-8"))
+            enabled = enabled.get("enabledPlugins") or {}
+        except (OSError, ValueError, AttributeError):
+            enabled = {}
+        return any(enabled.get(i, True) is not False for i in ids) if isinstance(enabled, dict) else True
 
 
 @dataclass(frozen=True)
