@@ -161,3 +161,24 @@ def test_empty_store_exports_a_header_only(home: Path) -> None:
     lines = run("export").splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["memcli_export"] == 1
     assert json.loads(run("export", "-f", "json"))["memories"] == []
+
+
+def test_import_and_reindex_show_a_progress_bar_on_a_terminal(populated: dict[str, dict[str, Any]], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from memcli.cli import output
+
+    out = tmp_path / "p.jsonl"
+    run("export", "-o", str(out), "--json")
+    buf = io.StringIO()
+    monkeypatch.setattr(output, "err", Console(file=buf, force_terminal=True, width=100))
+    monkeypatch.setenv("MEMCLI_HOME", str(tmp_path / "progress-home"))
+    res = json.loads(run("import", str(out), "--json"))
+    assert res["added"] == 7
+    assert "Importing" in buf.getvalue() and "7/7" in buf.getvalue()
+    buf.truncate(0)
+    assert json.loads(run("reindex", "--json"))["reindexed"] == 7
+    assert "Re-embedding" in buf.getvalue()
