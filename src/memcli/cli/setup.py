@@ -73,12 +73,17 @@ def register(app: typer.Typer) -> None:
                 con.print(text, markup=False)
             return
 
-        current = load_config(home_dir, env={})
         emb = _embedder_values(embedder, embed_base_url, embed_model, embed_dims, embed_api_key)
         if interactive:
             from rich.prompt import Confirm, Prompt
 
-            con.print(f"[bold]memcli setup[/bold]  home: {home_dir}")
+            con.print("[bold]memcli setup[/bold]: one memory for all of your agents\n")
+            if home is None:
+                home_dir = Path(Prompt.ask("memcli home (config and memories)", default=str(home_dir)))
+                home_dir = home_dir.expanduser().resolve()
+                machine = Machine.current(home_dir, default_home())
+        current = load_config(home_dir, env={})
+        if interactive:
             namespace = Prompt.ask("Namespace (the shared pool every agent reads and writes)",
                                    default=namespace or current.namespace)
             provider = Prompt.ask("Embedder", choices=["local", "openai", "jina"],
@@ -120,6 +125,8 @@ def register(app: typer.Typer) -> None:
             plan.note("memcli", "no agent found on this machine: name them with --agents (see memcli setup --print)")
         if emb and (home_dir / "data").exists() and emb.get("provider") != current.embedder.provider:
             plan.note("memcli", "the embedder changed: run `memcli reindex` to re-embed the memories already stored")
+        if machine.server_env and load_config(None).home.expanduser().resolve() != home_dir:
+            plan.note("memcli", f"the agents get MEMCLI_HOME={home_dir}; for your shell: export MEMCLI_HOME={home_dir}")
         _show(con, plan, title="memcli setup")
         _confirm_and_apply(con, plan, yes=yes, interactive=interactive, dry_run=dry_run)
 
