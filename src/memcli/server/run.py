@@ -90,6 +90,14 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
     server = Server(uv_config)
     try:
         server.run()
+    except SystemExit:  # uvicorn exits (code 3) when it cannot bind
+        if server.started:
+            raise
     finally:
         _remove_server_file(config.home)
-    return 0 if server.started else 1
+    if not server.started:
+        other = read_server_file(config.home)
+        hint = f" (memcli serve pid {other['pid']} is on port {other.get('port')})" if other else ""
+        log.error("could not listen on %s:%s%s", host, port, hint)
+        return 1
+    return 0
