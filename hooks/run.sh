@@ -9,6 +9,10 @@
 #   3. the interpreter named by the `memcli` (or `mnemo`) script on PATH: its shebang line, or the
 #      `exec` line pip writes for long paths; then pipx / uv tool locations.
 # If memcli is not installed, this says so once (a systemMessage) and is otherwise silent. Always exits 0.
+#
+# Fast path: the hook client imports only the standard library, so it runs as a plain script with
+# `python -I -S <path>/memcli/hooks/client.py` (no site-packages scan: ~40 ms less per prompt than
+# `python -m memcli.hooks`, which is used when the path is unknown or Python is older than 3.11).
 
 event="${1:-}"
 data="${CLAUDE_PLUGIN_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/memcli-plugin}"
@@ -60,20 +64,24 @@ find_python() {
 }
 
 py=""
-if usable "${MEMCLI_PYTHON:-}"; then
-    py="$MEMCLI_PYTHON"
-elif [ -r "$cache" ]; then
-    IFS= read -r py < "$cache" || true
-    usable "$py" || py=""
+client=""
+if [ -r "$cache" ]; then
+    { IFS= read -r py; IFS= read -r client; } < "$cache" || true
+    usable "$py" || { py=""; client=""; }
+fi
+if usable "${MEMCLI_PYTHON:-}" && [ "$py" != "$MEMCLI_PYTHON" ]; then
+    py=""
+    client=""
 fi
 
 if [ -z "$py" ]; then
     py=$(find_python) || py=""
-    if [ -n "$py" ] && "$py" -c "import memcli.hooks.client" >/dev/null 2>&1; then
-        mkdir -p "$data" 2>/dev/null && printf '%s\n' "$py" > "$cache" 2>/dev/null
+    if [ -n "$py" ]; then
+        client=$("$py" -c "import sys, memcli.hooks.client as c; print(c.__file__ if sys.version_info >= (3, 11) else '')" 2>/dev/null) || py=""
+    fi
+    if [ -n "$py" ]; then
+        mkdir -p "$data" 2>/dev/null && printf '%s\n%s\n' "$py" "$client" > "$cache" 2>/dev/null
         rm -f "$notice" 2>/dev/null
-    else
-        py=""
     fi
 fi
 
@@ -90,7 +98,11 @@ if [ -z "$py" ]; then
     exit 0
 fi
 
-"$py" -m memcli.hooks "$event" 2>/dev/null
+if [ -n "$client" ] && [ -r "$client" ]; then
+    "$py" -I -S "$client" "$event" 2>/dev/null
+else
+    "$py" -m memcli.hooks "$event" 2>/dev/null
+fi
 status=$?
 if [ "$status" -ne 0 ]; then
     # memcli vanished from that Python (uninstalled, upgraded elsewhere): look again next time.

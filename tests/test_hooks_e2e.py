@@ -466,3 +466,18 @@ def test_memcli_hook_command(home: Path, tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     (cap,) = json.loads(p.stdout)["captures"]
     assert cap["status"] == "stored" and "Redis with a 15 minute TTL" in cap["content"]
+
+
+def test_plugin_launcher_end_to_end(seeded: tuple[Served, Path, Path], tmp_path: Path) -> None:
+    """`sh hooks/run.sh <Event>` as hooks.json runs it: finds the Python, takes the fast path, injects."""
+    srv, alpha, _ = seeded
+    root = Path(__file__).resolve().parents[1]
+    env = {**srv.env, "CLAUDE_PLUGIN_DATA": str(tmp_path / "plugin-data"), "MEMCLI_PYTHON": sys.executable}
+    p = subprocess.run(["sh", str(root / "hooks" / "run.sh"), "UserPromptSubmit"], env=env, capture_output=True,
+                       input=json.dumps(payload("UserPromptSubmit", "launch", alpha,
+                                                prompt="which database does the billing service use?")).encode(),
+                       timeout=60)
+    assert p.returncode == 0 and p.stderr == b""
+    assert "PostgreSQL 16" in json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+    py, client_path = (tmp_path / "plugin-data" / "python").read_text().splitlines()
+    assert py == sys.executable and client_path.endswith("hooks/client.py")

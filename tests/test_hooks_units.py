@@ -132,11 +132,11 @@ def test_client_home_matches_config_default_home(monkeypatch: pytest.MonkeyPatch
         monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     else:
         monkeypatch.setenv("XDG_DATA_HOME", xdg)
-    assert client.default_home() == default_home()
+    assert Path(client.default_home()) == default_home()
     monkeypatch.delenv("MEMCLI_HOME", raising=False)
     from memcli.config import load_config
 
-    assert client.resolve_home() == load_config().home
+    assert Path(client.resolve_home()) == load_config().home
 
 
 def test_client_settings_precedence(tmp_path: Path) -> None:
@@ -144,13 +144,18 @@ def test_client_settings_precedence(tmp_path: Path) -> None:
     home.mkdir()
     env = {"MEMCLI_HOME": str(home), "HOME": str(tmp_path)}
     s = client.resolve_settings(env)
-    assert (s.home, s.port, s.token, s.deadline_ms) == (home, 8765, None, 1500)
+    assert (Path(s.home), s.port, s.token, s.deadline_ms) == (home, 8765, None, 1500)
     (home / "config.toml").write_text('[server]\nport = 9100\ntoken = "cfgtok"\n[hooks]\ndeadline_ms = 900\n')
     s = client.resolve_settings(env)
     assert (s.port, s.token, s.deadline_ms) == (9100, "cfgtok", 900)
     (home / "server.json").write_text(json.dumps({"pid": 1, "port": 9200, "host": "127.0.0.1"}))
     s = client.resolve_settings(env)
     assert (s.port, s.token) == (9200, "cfgtok")
+    (home / "server.json").write_text(json.dumps({"pid": 1, "port": 9201, "token": "sjtok"}, indent=1))
+    s = client.resolve_settings(env)
+    assert (s.port, s.token) == (9201, "sjtok")
+    (home / "server.json").write_text('{"port": 9202, "pid": 7}')
+    assert client.resolve_settings(env).port == 9202
     s = client.resolve_settings({**env, "MEMCLI_PORT": "9300", "MEMCLI_TOKEN": "envtok",
                                  "MEMCLI_HOOK_DEADLINE_MS": "700"})
     assert (s.port, s.token, s.deadline_ms) == (9300, "envtok", 700)
@@ -247,7 +252,8 @@ def test_launcher_finds_the_python_of_memcli(tmp_path: Path) -> None:
     # port 9 (discard) is closed: the client finds no server; with an unknown event it only logs
     res = _launcher(tmp_path, "NoSuchEvent", f"{bindir}:/usr/bin:/bin")
     assert res.returncode == 0 and res.stdout == b"" and res.stderr == b""
-    assert (tmp_path / "plugin-data" / "python").read_text().strip() == sys.executable
+    py, client_path = (tmp_path / "plugin-data" / "python").read_text().splitlines()
+    assert py == sys.executable and client_path == client.__file__
     log = (tmp_path / "memcli-home" / "logs" / "hooks.log").read_text()
     assert "unknown hook event 'NoSuchEvent'" in log
 
@@ -261,7 +267,7 @@ def test_launcher_pip_long_path_form(tmp_path: Path) -> None:
     script.chmod(0o755)
     res = _launcher(tmp_path, "NoSuchEvent", f"{bindir}:/usr/bin:/bin")
     assert res.returncode == 0 and res.stdout == b""
-    assert (tmp_path / "plugin-data" / "python").read_text().strip() == sys.executable
+    assert (tmp_path / "plugin-data" / "python").read_text().splitlines()[0] == sys.executable
 
 
 def test_memcli_python_override_and_stale_cache(tmp_path: Path) -> None:

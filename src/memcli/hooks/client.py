@@ -17,10 +17,10 @@ Settings, each first found wins (the same as :func:`memcli.config.load_config`):
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
-from pathlib import Path
+
+import _socket  # the C module: `socket` would import enum, selectors… (~10 ms)
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 DEFAULT_PORT = 8765
@@ -30,33 +30,34 @@ START_GRACE_S = 20.0  # another hook started the server less than this ago: do n
 MAX_STDIN = 16 * 1024 * 1024
 
 
-def default_home(env: "os._Environ[str] | dict[str, str]" = os.environ) -> Path:
-    """platformdirs' ``user_data_dir("memcli", appauthor=False)``, computed with the standard library."""
+def default_home(env: "os._Environ[str] | dict[str, str]" = os.environ) -> str:
+    """platformdirs' ``user_data_dir("memcli", appauthor=False)``, computed with the standard library
+    (no pathlib either: it costs ~8 ms of imports)."""
     if sys.platform == "darwin":
-        return Path(os.path.expanduser("~/Library/Application Support")) / "memcli"
+        return os.path.join(os.path.expanduser("~/Library/Application Support"), "memcli")
     if sys.platform.startswith("win"):  # pragma: no cover - hooks need sh anyway
         base = env.get("LOCALAPPDATA") or os.path.expanduser("~/AppData/Local")
-        return Path(base) / "memcli"
+        return os.path.join(base, "memcli")
     base = env.get("XDG_DATA_HOME", "")
     if not base.strip():
         base = os.path.expanduser("~/.local/share")
-    return Path(base) / "memcli"
+    return os.path.join(base, "memcli")
 
 
-def resolve_home(env: "os._Environ[str] | dict[str, str]" = os.environ) -> Path:
-    return Path(env.get("MEMCLI_HOME") or default_home(env)).expanduser()
+def resolve_home(env: "os._Environ[str] | dict[str, str]" = os.environ) -> str:
+    return os.path.expanduser(env.get("MEMCLI_HOME") or default_home(env))
 
 
 # --------------------------------------------------------------------------- logging (fail open, one line)
-def log(home: Path, message: str, who: str = "client") -> None:
+def log(home: "str | os.PathLike[str]", message: str, who: str = "client") -> None:
     """One line in ``<home>/logs/hooks.log``; never raises (a full disk must not break the hook)."""
     try:
-        d = home / "logs"
-        d.mkdir(parents=True, exist_ok=True)
-        path = d / "hooks.log"
+        d = os.path.join(home, "logs")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "hooks.log")
         try:
-            if path.stat().st_size > 1_000_000:
-                os.replace(path, d / "hooks.log.1")
+            if os.stat(path).st_size > 1_000_000:
+                os.replace(path, os.path.join(d, "hooks.log.1"))
         except OSError:
             pass
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -68,12 +69,26 @@ def log(home: Path, message: str, who: str = "client") -> None:
 
 
 # --------------------------------------------------------------------------- settings
-def _read_server_json(home: Path) -> dict[str, str]:
-    """``port`` and ``token`` from ``<home>/server.json`` without importing json on the hot path."""
+def _read(path: str) -> bytes | None:
     try:
-        raw = (home / "server.json").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _read_server_json(home: str) -> dict[str, str]:
+    """``port`` and ``token`` from ``<home>/server.json``."""
+    data_b = _read(os.path.join(home, "server.json"))
+    if not data_b:
         return {}
+    try:
+        raw = data_b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {}
+    port = _int_after(raw, '"port"')
+    if port is not None and '"token"' not in raw:
+        return {"port": str(port)}  # the common case, without importing json (~10 ms)
     try:
         import json
 
@@ -89,11 +104,28 @@ def _read_server_json(home: Path) -> dict[str, str]:
     return out
 
 
-def _read_config(home: Path) -> dict[str, dict]:
+def _int_after(raw: str, key: str) -> int | None:
+    """The integer after ``"key":`` in a flat JSON object, or None."""
+    i = raw.find(key)
+    if i < 0 or raw.count(key) != 1:
+        return None
+    rest = raw[i + len(key):].lstrip()
+    if not rest.startswith(":"):
+        return None
+    rest = rest[1:].lstrip()
+    digits = ""
+    for c in rest:
+        if not c.isdigit():
+            break
+        digits += c
+    tail = rest[len(digits):].lstrip()[:1]
+    return int(digits) if digits and tail in (",", "}") else None
+
+
+def _read_config(home: str) -> dict[str, dict]:
     """The ``[server]`` and ``[hooks]`` tables of ``<home>/config.toml`` (tomllib only if needed)."""
-    try:
-        raw = (home / "config.toml").read_bytes()
-    except OSError:
+    raw = _read(os.path.join(home, "config.toml"))
+    if not raw:
         return {}
     if b"port" not in raw and b"token" not in raw and b"deadline_ms" not in raw:
         return {}
@@ -114,7 +146,7 @@ def _read_config(home: Path) -> dict[str, dict]:
 class Settings:
     """Where the server is and how long the hook may wait for it."""
 
-    def __init__(self, home: Path, port: int, token: str | None, deadline_ms: int) -> None:
+    def __init__(self, home: str, port: int, token: str | None, deadline_ms: int) -> None:
         self.home, self.port, self.token, self.deadline_ms = home, port, token, deadline_ms
 
 
@@ -157,12 +189,19 @@ def http(port: int, method: str, path: str, body: bytes, token: str | None, dead
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise Timeout("deadline passed before connecting")
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=remaining)
+        sock.settimeout(remaining)
+        sock.connect(("127.0.0.1", port))
     except ConnectionRefusedError as exc:
+        sock.close()
         raise ServerDown(str(exc)) from None
-    except socket.timeout:
+    except TimeoutError:
+        sock.close()
         raise Timeout("connect timed out") from None
+    except BaseException:
+        sock.close()
+        raise
     try:
         head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: memcli-hook\r\n"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n")
@@ -177,7 +216,7 @@ def http(port: int, method: str, path: str, body: bytes, token: str | None, dead
             sock.settimeout(remaining)
             try:
                 data = sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 raise Timeout("no complete answer before the deadline") from None
             if not data:
                 break
@@ -232,48 +271,51 @@ def _complete(resp: bytes, eof: bool = False) -> tuple[int, bytes] | None:
 
 
 # --------------------------------------------------------------------------- spool and server start
-def spool(home: Path, data: bytes) -> Path:
-    """Queue a payload for the server (atomic: write a temp file, then rename)."""
-    d = home / "spool"
-    d.mkdir(parents=True, exist_ok=True)
+def spool(home: "str | os.PathLike[str]", data: bytes) -> str:
+    """Queue a payload for the server (atomic: write a temp file, then rename). Returns its path."""
+    d = os.path.join(home, "spool")
+    os.makedirs(d, exist_ok=True)
     name = f"{time.time_ns() // 1_000_000}-{os.urandom(4).hex()}.json"
-    tmp = d / f".{name}.tmp"
+    tmp = os.path.join(d, f".{name}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-    final = d / name
+    final = os.path.join(d, name)
     os.replace(tmp, final)
     return final
 
 
-def spool_pending(home: Path) -> bool:
+def spool_pending(home: "str | os.PathLike[str]") -> bool:
     try:
-        return any(n.endswith(".json") and not n.startswith(".") for n in os.listdir(home / "spool"))
+        return any(n.endswith(".json") and not n.startswith(".") for n in os.listdir(os.path.join(home, "spool")))
     except OSError:
         return False
 
 
 def start_server(s: Settings) -> bool:
     """Start ``memcli serve`` detached (unless another hook just did). Returns True when it started one."""
-    state = s.home / "hooks-state"
-    stamp = state / "server-start.stamp"
+    state = os.path.join(s.home, "hooks-state")
+    stamp = os.path.join(state, "server-start.stamp")
     try:
-        if time.time() - stamp.stat().st_mtime < START_GRACE_S:
+        if time.time() - os.stat(stamp).st_mtime < START_GRACE_S:
             return False
     except OSError:
         pass
     import subprocess
 
-    state.mkdir(parents=True, exist_ok=True)
-    (s.home / "logs").mkdir(parents=True, exist_ok=True)
-    stamp.write_text(str(time.time()), encoding="utf-8")
+    logs = os.path.join(s.home, "logs")
+    os.makedirs(state, exist_ok=True)
+    os.makedirs(logs, exist_ok=True)
+    with open(stamp, "w", encoding="utf-8") as fh:
+        fh.write(str(time.time()))
     cmd = [sys.executable, "-m", "memcli", "serve", "--port", str(s.port),
            "--idle-timeout", os.environ.get("MEMCLI_HOOK_IDLE_TIMEOUT", str(IDLE_TIMEOUT_S))]
-    with open(s.home / "logs" / "server.log", "ab") as out:
+    with open(os.path.join(logs, "server.log"), "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True, cwd=str(s.home))
-    (state / "server.pid").write_text(str(proc.pid), encoding="utf-8")
+                                start_new_session=True, close_fds=True, cwd=s.home)
+    with open(os.path.join(state, "server.pid"), "w", encoding="utf-8") as fh:
+        fh.write(str(proc.pid))
     log(s.home, f"started the server: pid {proc.pid}, port {s.port}")
     return True
 
@@ -373,3 +415,7 @@ def main(argv: list[str] | None = None) -> None:
     except BaseException:  # noqa: BLE001
         pass
     os._exit(0)
+
+
+if __name__ == "__main__":  # `python -S <path>/client.py <Event>`: the launcher's fast path
+    main()

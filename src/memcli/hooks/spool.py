@@ -31,7 +31,7 @@ class Spool:
         self._attempts: dict[str, int] = {}
 
     def put(self, payload: dict[str, Any]) -> Path:
-        return _write_raw(self.home, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+        return Path(_write_raw(self.home, json.dumps(payload, ensure_ascii=False).encode("utf-8")))
 
     def pending(self) -> list[Path]:
         try:
