@@ -6,6 +6,7 @@ It owns behaviour (validation, de-duplication, upserts, versions, hybrid recall)
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -198,8 +199,10 @@ class MemoryService:
         if mode not in ("hybrid", "vector", "text"):
             raise ValidationError("mode must be hybrid, vector or text")
         n = max(self.search.candidates, top_k * 2)
+        # The keyword search needs no vector: run it while the query is embedded and the vectors searched.
+        txt_future = _pool().submit(self.store.text_search, query, where, n) if mode != "vector" else None
         vec_hits = self.store.vector_search(self.embedder.embed_query(query), where, n) if mode != "text" else []
-        txt_hits = self.store.text_search(query, where, n) if mode != "vector" else []
+        txt_hits = txt_future.result() if txt_future is not None else []
         hits = fuse(vec_hits, txt_hits, calibrate=self.calibration, opts=self.search, now=now, project=proj,
                     top_k=top_k, explain=explain)
         return [h for h in hits if h.score >= min_score]
@@ -309,7 +312,8 @@ class MemoryService:
             if not isinstance(r, dict):
                 raise ValidationError(f"record {i + 1} is not a JSON object")
             try:
-                mems.append((_record_to_memory(r), r.get("vector") if reuse else None))
+                vec = _reusable_vector(r.get("vector"), self.embedder.dim) if reuse else None
+                mems.append((_record_to_memory(r), vec))
             except ValidationError as exc:
                 raise ValidationError(f"record {i + 1}: {exc.message}") from None
         existing = set()
@@ -400,19 +404,54 @@ class MemoryService:
         return {"expired_archived": n_exp, "duplicates_merged": n_dup}
 
 
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memcli-search")
+    return _POOL
+
+
 def _record_to_memory(r: dict[str, Any]) -> Memory:
     content = validate_content(r.get("content"))
     now = now_ms()
     mid = r.get("id") or r.get("memory_id") or new_id()
     if not isinstance(mid, str) or not 8 <= len(mid) <= 64:
         raise ValidationError("invalid id")
-    created = int(r.get("created_at") or now)
+    created = _int_field(r, "created_at", now)
+    if r.get("project") is not None and not isinstance(r.get("project"), str):
+        raise ValidationError("project must be a string")
     return Memory(
         id=mid, content=content, namespace=validate_namespace(r.get("namespace") or DEFAULT_NAMESPACE),
         project=r.get("project"), scope=normalise_scope(r.get("scope") or "global"),
         tags=validate_tags(r.get("tags")), importance=validate_importance(r.get("importance", 0.5)),
         key=validate_key(r.get("key")), metadata=validate_metadata(r.get("metadata")),
         source=r.get("source") if r.get("source") in SOURCES else "import", created_at=created,
-        updated_at=int(r.get("updated_at") or created), expires_at=r.get("expires_at"),
-        version=int(r.get("version") or 1), content_hash=content_hash(content),
+        updated_at=_int_field(r, "updated_at", created), expires_at=_int_field(r, "expires_at", None),
+        version=_int_field(r, "version", 1), content_hash=content_hash(content),
     )
+
+
+def _int_field(r: dict[str, Any], name: str, default: int | None) -> int | None:
+    """An integer field of an imported record (ms timestamps, version); absent/null → ``default``."""
+    v = r.get(name)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, str) and not v.strip().isdigit()):
+        raise ValidationError(f"{name} must be an integer, got {v!r}")
+    return int(v)
+
+
+def _reusable_vector(v: Any, dim: int) -> list[float] | None:
+    """An exported vector worth reusing: ``dim`` finite numbers, not all zero; else None (the content is
+    re-embedded). Never store a zero, NaN or malformed vector from a file."""
+    import numpy as np
+
+    if not isinstance(v, list) or len(v) != dim or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        return None
+    arr = np.asarray(v, dtype=np.float64)
+    norm = float(np.linalg.norm(arr)) if np.all(np.isfinite(arr)) else 0.0
+    return [float(x) for x in v] if norm > 1e-6 else None

@@ -22,6 +22,7 @@ from memcli.models import MIN_PREFIX, Memory
 from memcli.textnorm import search_text
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
+os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
 
 SCHEMA_VERSION = 1
 META_TABLE = "memcli_meta"
