@@ -200,6 +200,10 @@ def test_bad_import_files_import_nothing(seeded: Any, tmp_path: Path) -> None:
         "newer.jsonl": (json.dumps({"memcli_export": 99}) + "\n" + good, ["newer memcli"]),
         "badmemories.json": (json.dumps({"memcli_export": 1, "memories": {"a": 1}}), ["memories"]),
         "badimportance.json": (json.dumps([{"content": "x", "importance": 7}]), ["importance"]),
+        "badcreated.json": (json.dumps([{"content": "x", "created_at": "yesterday"}]), ["created_at"]),
+        "badexpires.json": (json.dumps([{"content": "x", "expires_at": "never"}]), ["expires_at"]),
+        "boolversion.json": (json.dumps([{"content": "x", "version": True}]), ["version"]),
+        "badproject.json": (json.dumps([{"content": "x", "project": 5}]), ["project"]),
     }
     for name, (text, needles) in cases.items():
         path = tmp_path / name

@@ -182,3 +182,17 @@ def test_import_and_reindex_show_a_progress_bar_on_a_terminal(populated: dict[st
     buf.truncate(0)
     assert json.loads(run("reindex", "--json"))["reindexed"] == 7
     assert "Re-embedding" in buf.getvalue()
+
+
+def test_broken_vectors_in_a_file_are_re_embedded_never_stored(home: Path, tmp_path: Path) -> None:
+    import numpy as np
+
+    header = {"memcli_export": 1, "embedder": {"provider": "hash", "model": "hash-v1", "dim": 64}}
+    recs = [{"id": f"01a22bfa-618e-72a4-bfd6-eff863b5d9a{i}", "content": f"broken vector {i}", "vector": v}
+            for i, v in enumerate([[0.0] * 64, [float("nan")] * 64, "x" * 64, [1.0] * 3, [True] * 64])]
+    path = tmp_path / "broken.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [header, *recs]) + "\n")
+    assert json.loads(run("import", str(path), "--json"))["added"] == 5
+    for rec in records(home, with_vectors=True).values():
+        vec = np.asarray(rec["vector"])
+        assert np.all(np.isfinite(vec)) and abs(np.linalg.norm(vec) - 1.0) < 1e-3
