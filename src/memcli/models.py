@@ -19,6 +19,8 @@ MAX_TAG_CHARS = 100
 MAX_KEY_CHARS = 512
 MAX_METADATA_BYTES = 64_000
 MIN_PREFIX = 4
+MAX_DURATION_MS = 1000 * 31_536_000_000  # 1000 years: TTLs and "ago" stay far inside int64
+MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 DEFAULT_NAMESPACE = "default"
 DEFAULT_SCOPE = "global"
 SOURCES = ("cli", "hook:stop", "mcp", "api", "distill", "import")
@@ -178,15 +180,14 @@ def validate_metadata(value: Any) -> dict[str, Any]:
 def parse_duration_ms(text: Any) -> int:
     """`7d`, `12h`, `30m`, `90s`, `2w` (a bare number is seconds) → milliseconds."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text <= 0:
-            raise ValidationError("a duration must be positive")
-        return int(text * 1000)
-    m = _DURATION_RE.match(str(text or ""))
-    if not m:
-        raise ValidationError(f"invalid duration {text!r}: use a number and a unit, like 30m, 12h, 7d, 2w")
-    amount = float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
-    if amount <= 0:
-        raise ValidationError("a duration must be positive")
+        amount = float(text) * 1000
+    else:
+        m = _DURATION_RE.match(str(text or ""))
+        if not m:
+            raise ValidationError(f"invalid duration {text!r}: use a number and a unit, like 30m, 12h, 7d, 2w")
+        amount = float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
+    if not 0 < amount <= MAX_DURATION_MS:  # also refuses NaN and infinity
+        raise ValidationError("a duration must be positive and at most 1000 years")
     return int(amount)
 
 
@@ -194,11 +195,12 @@ def parse_time_ms(text: Any, *, now: int | None = None) -> int:
     """A point in time: a duration ago (`2d`), epoch ms, or an ISO-8601 date/time."""
     from datetime import datetime, timezone
 
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
     s = str(text).strip()
-    if s.isdigit() and len(s) >= 10:
-        return int(s)
+    if isinstance(text, int) and not isinstance(text, bool) or s.isdigit() and len(s) >= 10:
+        value = int(s)
+        if not 0 <= value <= MAX_TIME_MS:
+            raise ValidationError(f"invalid time {text!r}: epoch milliseconds must be between 0 and year 9999")
+        return value
     if _DURATION_RE.match(s):
         return (now if now is not None else now_ms()) - parse_duration_ms(s)
     try:
