@@ -446,3 +446,21 @@ def test_human_output_of_every_command(home: Path, monkeypatch: pytest.MonkeyPat
     assert "Forgot 1 memory" in run("forget", mid)
     err = runner.invoke(app, ["get", mid])
     assert err.exit_code == 1 and "Error:" in err.stderr and "no memory" in err.stderr and err.stdout == ""
+
+
+def test_doctor_unwritable_home_and_broken_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    not_a_dir = tmp_path / "a-file"
+    not_a_dir.write_text("x")
+    out = run("--home", str(not_a_dir), "doctor", "--json", code=1)
+    home_check = next(c for c in out["checks"] if c["name"] == "home writable")
+    assert home_check["status"] == "fail" and "--home" in home_check["fix"]
+    # an OpenAI-compatible embedder that is down: a failed check with the fix, not a traceback
+    monkeypatch.setenv("MEMCLI_EMBEDDER", "openai")
+    monkeypatch.setenv("MEMCLI_EMBED_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("MEMCLI_EMBED_MODEL", "nothing")
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "config.toml").write_text("[embedder]\nmax_retries = 0\ntimeout = 2.0\n")
+    out = run("--home", str(tmp_path / "h"), "doctor", "--json", code=1)
+    emb = next(c for c in out["checks"] if c["name"] == "embedder")
+    assert emb["status"] == "fail" and "MEMCLI_EMBED_BASE_URL" in emb["fix"]
+    assert next(c for c in out["checks"] if c["name"] == "store")["status"] == "skip"
