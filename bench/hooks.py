@@ -214,7 +214,7 @@ def start_server(home: Path, port: int, env: dict[str, str]) -> subprocess.Popen
     import httpx
 
     log = open(home / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "memcli", "serve", "--port", str(port)], env=env, stdout=log,
+    proc = subprocess.Popen([sys.executable, "-m", "memcli.cli", "serve", "--port", str(port)], env=env, stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -309,7 +309,7 @@ def start_server(s: Settings) -> bool:
     os.makedirs(logs, exist_ok=True)
     with open(stamp, "w", encoding="utf-8") as fh:
         fh.write(str(time.time()))
-    cmd = [sys.executable, "-m", "memcli", "serve", "--port", str(s.port),
+    cmd = [sys.executable, "-m", "memcli.cli", "serve", "--port", str(s.port),
            "--idle-timeout", os.environ.get("MEMCLI_HOOK_IDLE_TIMEOUT", str(IDLE_TIMEOUT_S))]
     with open(os.path.join(logs, "server.log"), "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
