@@ -8,7 +8,6 @@ are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isErro
 from __future__ import annotations
 
 import json
-import logging
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server import MCPServer
@@ -22,8 +21,6 @@ from memcli.errors import MemcliError
 if TYPE_CHECKING:
     from memcli.server.holder import ServiceHolder
 
-log = logging.getLogger("memcli.mcp")
-
 INSTRUCTIONS = (
     "memcli is a persistent memory shared by all of the user's AI agents (Claude Code, Codex, Gemini, "
     "Antigravity, OpenClaw, scripts). Before answering questions about past decisions, conventions, bugs or "
@@ -35,7 +32,8 @@ INSTRUCTIONS = (
 SOURCE = "mcp"
 
 # Annotated parameter types: the descriptions are what an agent reads in the tool schema.
-MemoryId = Annotated[str, Field(description="A memory id, or any unique prefix of it (at least 4 characters).")]
+MemoryId = Annotated[str, Field(description="A memory id: the full id, its short form (last 8 hex digits) or a "
+                                                   "unique prefix (at least 4 characters).")]
 Namespace = Annotated[str | None, Field(description="Namespace (isolated memory pool). Default: the configured one.")]
 Tags = Annotated[list[str] | None, Field(description="Free labels, e.g. [\"decision\", \"bug\"].")]
 
