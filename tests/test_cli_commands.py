@@ -464,3 +464,17 @@ def test_doctor_unwritable_home_and_broken_embedder(tmp_path: Path, monkeypatch:
     emb = next(c for c in out["checks"] if c["name"] == "embedder")
     assert emb["status"] == "fail" and "MEMCLI_EMBED_BASE_URL" in emb["fix"]
     assert next(c for c in out["checks"] if c["name"] == "store")["status"] == "skip"
+
+
+def test_human_output_never_interprets_memory_text_as_markup(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "arr[/] and [bold]x[/bold] and [link=x] [red"
+    mid = remember(text, "--tag", "[/]", "-n", "team")
+    remember("another namespace so the table grows a namespace column")
+    monkeypatch.setenv("MEMCLI_JSON", "0")
+    for args in (["list", "-A"], ["recall", "arr", "-n", "team", "--explain"], ["get", mid], ["stats"],
+                 ["check-duplicate", text, "-n", "team"]):
+        out = run(*args)
+        assert "[/]" in out, args
+    assert "[bold]x[/bold]" in run("get", mid).replace("\n", "")
+    res = runner.invoke(app, ["remember", "x", "--tag", "[/]" * 60])
+    assert res.exit_code == 1 and "[/]" in res.stderr

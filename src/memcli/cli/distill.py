@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from memcli.cli.context import use_json
-from memcli.cli.output import emit, out
+from memcli.cli.output import emit, esc, out
 from memcli.errors import MemcliError
 
 
@@ -51,4 +51,4 @@ def register(app: typer.Typer) -> None:
         data = {"ok": True, **res, "archive": str(path) if archived else None}
         emit(data, st.json, lambda d: out.print(
             f"[green]Distilled[/green]: {d['expired_archived']} expired archived"
-            + (f" to {d['archive']}" if d["archive"] else "") + f", {d['duplicates_merged']} duplicates merged"))
+            + (f" to {esc(d['archive'])}" if d["archive"] else "") + f", {d['duplicates_merged']} duplicates merged"))

@@ -13,7 +13,7 @@ from typing import Any
 import typer
 
 from memcli.cli.context import State, use_json
-from memcli.cli.output import emit, out
+from memcli.cli.output import emit, out, plain
 from memcli.errors import MemcliError
 
 # What a failing check can raise: our own errors and the OS/engine errors of files, LanceDB and the embedder.
@@ -215,6 +215,6 @@ def _human(d: dict[str, Any]) -> None:
     t.add_column("detail", overflow="fold", ratio=2)
     t.add_column("what to do", overflow="fold", ratio=1)
     for c in d["checks"]:
-        t.add_row(c["name"], style.get(c["status"], c["status"]), c["detail"], c["fix"])
+        t.add_row(c["name"], style.get(c["status"], c["status"]), plain(c["detail"]), plain(c["fix"]))
     out.print(t)
     out.print("[green]All good.[/green]" if d["ok"] else "[bold red]Some checks failed: see 'what to do'.[/bold red]")

@@ -13,7 +13,7 @@ from typing import Any, List, Optional, TextIO
 import typer
 
 from memcli.cli.context import use_json
-from memcli.cli.output import emit, out
+from memcli.cli.output import emit, esc, out
 from memcli.errors import MemcliError, ValidationError
 
 FORMATS = ("jsonl", "json", "md")
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         finally:
             tmp.unlink(missing_ok=True)
         emit({"ok": True, "exported": n, "format": fmt, "path": str(path)}, st.json,
-             lambda d: out.print(f"[green]Exported[/green] {d['exported']} memories to {d['path']}"))
+             lambda d: out.print(f"[green]Exported[/green] {d['exported']} memories to {esc(d['path'])}"))
 
 
 def _now_ms() -> int:

@@ -10,10 +10,22 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+def plain(value: Any) -> Text:
+    """User data for a table cell: never interpreted as rich markup (a memory may contain `[/]`)."""
+    return Text(value if isinstance(value, str) else str(value))
+
+
+def esc(value: Any) -> str:
+    """User data inside a markup string (paths, names)."""
+    return escape(str(value))
 
 
 def print_json(data: Any) -> None:
@@ -56,13 +68,19 @@ def memories_table(items: Sequence[dict[str, Any]], *, title: str | None = None,
     t.add_column("content", overflow="fold", ratio=1)
     t.add_column("tags", style="magenta")
     t.add_column("scope", style="green")
+    many_ns = len({it.get("namespace") for it in items}) > 1
+    if many_ns:
+        t.add_column("namespace", style="blue")
     t.add_column("age", justify="right", style="dim")
     for it in items:
-        row = [short_id(it["memory_id"])]
+        row: list[Any] = [short_id(it["memory_id"])]
         if score:
             row.append(f"{it.get('score', 0):.2f}")
         content = it["content"] if len(it["content"]) <= 300 else it["content"][:297] + "…"
-        row += [content, ", ".join(it.get("tags") or []), it.get("scope", ""), age(it.get("created_at"))]
+        row += [plain(content), plain(", ".join(it.get("tags") or [])), plain(it.get("scope", ""))]
+        if many_ns:
+            row.append(plain(it.get("namespace", "")))
+        row.append(age(it.get("created_at")))
         t.add_row(*row)
     out.print(t)
 
@@ -73,7 +91,7 @@ def key_values(data: dict[str, Any], *, title: str | None = None) -> None:
     t.add_column("key", style="bold")
     t.add_column("value", overflow="fold")
     for k, v in data.items():
-        t.add_row(str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
+        t.add_row(str(k), plain(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)))
     out.print(t)
 
 
@@ -121,4 +139,4 @@ def error(message: str, json_mode: bool, code: str = "error") -> None:
     if json_mode:
         print_json({"ok": False, "error": message, "code": code})
     else:
-        err.print(f"[bold red]Error:[/bold red] {message}", markup=True, highlight=False)
+        err.print(f"[bold red]Error:[/bold red] {escape(message)}", markup=True, highlight=False)

@@ -46,9 +46,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _human(items: list[dict], explain: bool) -> None:
-    from memcli.cli.output import out
+    from memcli.cli.output import esc, out
 
     memories_table(items, score=True)
     if explain:
         for it in items:
-            out.print(f"[cyan]{it['memory_id'][-8:]}[/cyan] {it.get('explain')}")
+            out.print(f"[cyan]{it['memory_id'][-8:]}[/cyan] {esc(it.get('explain'))}")

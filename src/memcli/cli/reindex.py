@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from memcli.cli.context import use_json
-from memcli.cli.output import emit, out, progress
+from memcli.cli.output import emit, esc, out, progress
 
 
 def register(app: typer.Typer) -> None:
@@ -26,4 +26,4 @@ def register(app: typer.Typer) -> None:
         emb = res.get("embedder") or {}
         emit({"ok": True, **res}, st.json, lambda d: out.print(
             f"[green]Reindexed[/green] {d['reindexed']} memories with "
-            f"{emb.get('provider')}:{emb.get('model')} ({emb.get('dim')} dims)"))
+            f"{esc(emb.get('provider'))}:{esc(emb.get('model'))} ({emb.get('dim')} dims)"))

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from memcli.cli.context import use_json
-from memcli.cli.output import emit, out
+from memcli.cli.output import emit, out, plain
 
 
 def register(app: typer.Typer) -> None:
@@ -32,9 +32,9 @@ def _human(d: dict[str, Any]) -> None:
     summary.add_column("key", style="bold")
     summary.add_column("value", overflow="fold")
     summary.add_row("memories", f"{d['total']:,}" + (f" ({d['expired']:,} expired)" if d.get("expired") else ""))
-    summary.add_row("store", str(d.get("store")))
+    summary.add_row("store", plain(d.get("store")))
     summary.add_row("size", _size(d.get("size_bytes") or 0))
-    summary.add_row("embedder", f"{emb.get('provider')}:{emb.get('model')} ({emb.get('dim')} dims)")
+    summary.add_row("embedder", plain(f"{emb.get('provider')}:{emb.get('model')} ({emb.get('dim')} dims)"))
     summary.add_row("fragments", str(d.get("fragments")))
     summary.add_row("indexes", ", ".join(d.get("indexes") or []) or "none")
     out.print(summary)
@@ -46,7 +46,7 @@ def _human(d: dict[str, Any]) -> None:
         t.add_column(key.rstrip("s"))
         t.add_column("memories", justify="right")
         for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            t.add_row(str(name), f"{n:,}")
+            t.add_row(plain(name), f"{n:,}")
         out.print(t)
 
 
