@@ -218,6 +218,20 @@ def test_token_auth(tmp_path: Path) -> None:
             auth = {"Authorization": "Bearer s3cret-token"}
             assert c.post("/api/memories", json={"content": "with a token"}, headers=auth).status_code == 201
             assert len(c.get("/api/memories", headers=auth).json()) == 1
+
+        import anyio
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async def mcp_with_token() -> list[str]:
+            async with create_mcp_http_client(headers=auth) as http, \
+                    streamable_http_client(srv.url + "/mcp", http_client=http) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                res = await s.call_tool("list_facts", {})
+                return [m["content"] for m in json.loads(res.content[0].text)]
+
+        assert anyio.run(mcp_with_token) == ["with a token"]
     finally:
         srv.stop()
 
