@@ -167,6 +167,8 @@ def seeded(home: Path, tmp_path: Path) -> Iterator[tuple[Served, Path, Path]]:
     svc.remember("alpha deploys run through GitHub Actions when a v* tag is pushed", project="alpha")
     svc.remember("beta uses Redis only as a cache for session tokens", project="beta", importance=0.8)
     svc.remember("Always answer in British English", importance=0.7, project=None)
+    svc.remember("User: what broke?\nAssistant: BETA-TURN-MARKER the cron job", project="beta", tags=["turn"],
+                 importance=0.9, scope="agent:claude-code", source="hook:stop")
     for i in range(30):
         svc.remember(f"beta filler note number {i} about unrelated topic {i * 7}", project="beta", importance=0.1)
     svc.close()
@@ -193,6 +195,7 @@ def test_session_start_digest_ranks_this_project_first(seeded: tuple[Served, Pat
     assert mine < ctx.index("PostgreSQL 16") < other  # this project's memories first
     assert ctx.index("Redis only as a cache") > other and "British English" in ctx  # others still shown
     assert "#decision" in ctx and "global" in ctx and "just now" in ctx
+    assert "BETA-TURN-MARKER" not in ctx  # another project's captured turns stay out of the digest
     # the most important of the other project before its unimportant filler
     assert ctx.index("Redis only as a cache") < ctx.index("filler note") if "filler note" in ctx else True
 

@@ -1,4 +1,5 @@
-"""SessionStart: a short digest — this project's memories first, then the rest (other projects, global).
+"""SessionStart: a short digest — this project's memories first, then the rest (other projects, global;
+not their captured turns).
 
 Ranked by importance and recency (a week-scale decay), deliberate memories before captured turns, within
 ``hooks.session_start_budget`` characters. The namespace is the configured one: the project only ranks.
@@ -41,7 +42,12 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
     mine, other = [], []
     for r in rows:
         score = rank(r["importance"], r["created_at"], r["tags"], now)
-        (mine if project and r["project"] == project else other).append((score, r["created_at"], r["id"]))
+        if project and r["project"] == project:
+            mine.append((score, r["created_at"], r["id"]))
+        elif not (r["tags"] and "turn" in r["tags"]):
+            # another project's captured turns are its conversation log: recalled when relevant to a prompt,
+            # not worth a place in this project's digest
+            other.append((score, r["created_at"], r["id"]))
     mine.sort(reverse=True)
     other.sort(reverse=True)
     pick = [i for _, _, i in mine[:CANDIDATES]] + [i for _, _, i in other[:CANDIDATES]]
