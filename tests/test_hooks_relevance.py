@@ -3,6 +3,7 @@ injected for prompts the store knows nothing about (bench/hooks.py --gate measur
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -11,8 +12,13 @@ import pytest
 from memcli.hooks.inject import prompt_context
 from memcli.service import MemoryService, NewMemory
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from hooks import IRRELEVANT, PLANTED, RELEVANT, generated_texts  # noqa: E402
+_spec = importlib.util.spec_from_file_location(
+    "memcli_bench_hooks", Path(__file__).resolve().parents[1] / "bench" / "hooks.py")
+assert _spec and _spec.loader
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["memcli_bench_hooks"] = bench
+_spec.loader.exec_module(bench)
+IRRELEVANT, PLANTED, RELEVANT, generated_texts = bench.IRRELEVANT, bench.PLANTED, bench.RELEVANT, bench.generated_texts
 
 pytestmark = pytest.mark.slow
 
