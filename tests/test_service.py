@@ -211,3 +211,36 @@ def test_traditional_and_fullwidth_forms_match(service: MemoryService) -> None:
     assert service.recall("頻道", mode="text")[0].memory.id == mid
     assert service.recall("API", mode="text")[0].memory.id == mid
     assert service.get(mid).content == "新的频道已经上线，ＡＰＩ版本２"  # original text kept
+
+
+def test_thread_context_is_attached_and_searchable(service: MemoryService) -> None:
+    base = 1_700_000_000_000
+    items = [NewMemory(content=t, thread="s1", created_at=base + i) for i, t in enumerate(
+        ["Mel: we adopted a puppy named Biscuit", "Caroline: how old is it?", "Mel: eight weeks, and very loud"])]
+    ids = [r.memory_id for r in service.remember_many(items)]
+    third = service.get(ids[2])
+    assert third.context == ["Mel: we adopted a puppy named Biscuit", "Caroline: how old is it?"]
+    assert service.get(ids[0]).context == []
+    # a later single remember in the same thread sees the stored previous memories
+    later = service.remember("Caroline: so cute!", thread="s1", created_at=base + 10)
+    assert service.get(later.memory_id).context == ["Caroline: how old is it?", "Mel: eight weeks, and very loud"]
+    # "eight weeks" is only meaningful with its context: a keyword from the previous turn finds it
+    found = [h.memory.id for h in service.recall("Biscuit", top_k=4, mode="text")]
+    assert ids[2] in found and ids[0] == found[0]
+    other = service.remember("unrelated thread memory", thread="s2")
+    assert service.get(other.memory_id).context == []
+
+
+def test_context_survives_export_import(service: MemoryService, tmp_path: Path) -> None:
+    service.remember_many([NewMemory(content="first turn about kayaks", thread="t", created_at=1),
+                           NewMemory(content="second turn", thread="t", created_at=2)])
+    recs = [m.record(with_vector=True) for m in service.export(with_vectors=True)]
+    assert recs[1]["context"] == ["first turn about kayaks"] and "context_vector" in recs[1]
+    other = MemoryService.open(load_config(tmp_path / "h2"))
+    try:
+        other.import_records(recs, vectors_identity=service.embedder.identity())
+        got = {m.content: m for m in other.export(with_vectors=True)}
+        assert got["second turn"].context == ["first turn about kayaks"]
+        assert got["second turn"].context_vector == recs[1]["context_vector"]
+    finally:
+        other.close()

@@ -148,6 +148,15 @@ def validate_importance(value: Any) -> float:
     return f
 
 
+def validate_thread(thread: Any) -> str | None:
+    """An optional thread (conversation/session) id."""
+    if thread is None:
+        return None
+    if not isinstance(thread, str) or not thread.strip() or len(thread) > MAX_KEY_CHARS:
+        raise ValidationError(f"invalid thread: a non-empty string of at most {MAX_KEY_CHARS} characters")
+    return thread.strip()
+
+
 def validate_key(key: Any) -> str | None:
     """An optional caller key (upsert handle)."""
     if key is None:
@@ -231,7 +240,14 @@ class Memory:
     expires_at: int | None = None
     version: int = 1
     content_hash: str = ""
+    thread: str | None = None  # the conversation/session it belongs to (hooks: the session id)
+    context: list[str] = field(default_factory=list)  # the thread's previous memories at write time
     vector: list[float] | None = None
+    context_vector: list[float] | None = None
+
+    def context_text(self) -> str | None:
+        """What the context vector embeds: the previous memory of the thread, then this one."""
+        return f"{self.context[-1]}\n{self.content}" if self.context else None
 
     def item(self) -> dict[str, Any]:
         """The JSON shape of list/get (DESIGN.md contract) plus a few extra fields."""
@@ -250,6 +266,7 @@ class Memory:
             "expires_at": self.expires_at,
             "version": self.version,
             "metadata": self.metadata,
+            "thread": self.thread,
         }
 
     def record(self, *, with_vector: bool = False) -> dict[str, Any]:
@@ -259,10 +276,12 @@ class Memory:
             "scope": self.scope, "tags": list(self.tags), "importance": self.importance, "key": self.key,
             "metadata": self.metadata, "source": self.source, "created_at": self.created_at,
             "updated_at": self.updated_at, "expires_at": self.expires_at, "version": self.version,
-            "content_hash": self.content_hash,
+            "content_hash": self.content_hash, "thread": self.thread, "context": list(self.context),
         }
         if with_vector and self.vector is not None:
             rec["vector"] = [float(x) for x in self.vector]
+        if with_vector and self.context_vector is not None and self.context:
+            rec["context_vector"] = [float(x) for x in self.context_vector]
         return rec
 
 

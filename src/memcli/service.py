@@ -15,7 +15,7 @@ from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
     DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
-    validate_namespace, validate_tags,
+    validate_namespace, validate_tags, validate_thread,
 )
 from memcli.search import SearchOptions, build_where, fuse
 from memcli.store import memory_to_row, quote
@@ -43,6 +43,7 @@ class NewMemory:
     namespace: str | None = None
     project: str | None = None
     created_at: int | None = None
+    thread: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,7 +95,7 @@ class MemoryService:
             tags=validate_tags(item.tags), importance=validate_importance(item.importance),
             key=validate_key(item.key), metadata=validate_metadata(item.metadata), source=source,
             created_at=created, updated_at=now, expires_at=(now + ttl_ms) if ttl_ms else None, version=1,
-            content_hash=content_hash(content),
+            content_hash=content_hash(content), thread=validate_thread(item.thread),
         )
 
     def _similar(self, vector: Any, namespace: str, threshold: float, *, exclude: str | None = None,
@@ -112,12 +113,14 @@ class MemoryService:
                  agent: str | None = None, importance: float = 0.5, key: str | None = None,
                  ttl: str | int | None = None, metadata: dict[str, Any] | str | None = None,
                  namespace: str | None = None, project: str | None = None, source: str = "cli",
-                 created_at: int | None = None) -> RememberResult:
+                 created_at: int | None = None, thread: str | None = None) -> RememberResult:
         """Store one memory. Same content again (same namespace and scope) returns the existing id and
         writes nothing; the same ``key`` again updates that memory; similar memories are reported in
-        ``duplicate_of`` but the write still happens."""
+        ``duplicate_of`` but the write still happens. ``thread`` groups memories of one conversation: each
+        is then also indexed with the thread's previous memories as context."""
         item = NewMemory(content=content, tags=tags, scope=scope, agent=agent, importance=importance, key=key,
-                         ttl=ttl, metadata=metadata, namespace=namespace, project=project, created_at=created_at)
+                         ttl=ttl, metadata=metadata, namespace=namespace, project=project, created_at=created_at,
+                         thread=thread)
         return self.remember_many([item], source=source)[0]
 
     def remember_many(self, items: Sequence[NewMemory], *, source: str = "cli",
@@ -148,34 +151,61 @@ class MemoryService:
             seen[ident] = i
             to_write.append(i)
         if to_write:
-            vectors = self._embed_passages([mems[i].content for i in to_write], progress)
+            self._attach_context([mems[i] for i in to_write])
+            vectors, ctx_vectors = self._embed_memories([mems[i] for i in to_write], progress)
             rows = []
-            for i, vec in zip(to_write, vectors):
+            for i, vec, cvec in zip(to_write, vectors, ctx_vectors):
                 similar = self._similar(vec, mems[i].namespace, self.duplicate_threshold)
                 results[i] = RememberResult(memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar])
-                rows.append(memory_to_row(mems[i], vec))
+                rows.append(memory_to_row(mems[i], vec, cvec))
             self.store.add(rows)
         return [r for r in results if r is not None]
 
-    def _embed_passages(self, texts: list[str], progress: Progress | None, batch: int = 32) -> Any:
-        import numpy as np
+    def _attach_context(self, mems: Sequence[Memory], window: int = 2) -> None:
+        """Give each threaded memory the thread's previous memories (stored ones, then earlier ones of
+        this batch), oldest first."""
+        recent: dict[tuple[str, str], list[Memory]] = {}
+        for m in sorted((m for m in mems if m.thread), key=lambda m: m.created_at):
+            k = (m.namespace, m.thread or "")
+            if k not in recent:
+                where = (f"namespace = {quote(m.namespace)} AND thread = {quote(m.thread or '')} "
+                         f"AND created_at <= {int(m.created_at)}")
+                recent[k] = self.store.page(where, limit=window)[::-1]
+            m.context = [p.content for p in recent[k][-window:]]
+            recent[k].append(m)
 
-        out = []
-        for start in range(0, len(texts), batch):
-            out.append(self.embedder.embed_passages(texts[start:start + batch]))
+    def _embed_memories(self, mems: Sequence[Memory], progress: Progress | None = None,
+                        batch: int = 32) -> tuple[list[Any], list[Any]]:
+        """Own vectors, and context vectors ("previous + this"; the own vector when there is no context),
+        embedded together in batches."""
+        own: list[Any] = []
+        ctx: list[Any] = []
+        for start in range(0, len(mems), batch):
+            chunk = mems[start:start + batch]
+            extra = [m.context_text() for m in chunk if m.context]
+            vecs = self.embedder.embed_passages([m.content for m in chunk] + [t for t in extra if t])
+            it = iter(vecs[len(chunk):])
+            for m, v in zip(chunk, vecs[:len(chunk)]):
+                own.append(v)
+                ctx.append(next(it) if m.context else v)
             if progress:
-                progress(min(start + batch, len(texts)), len(texts))
-        return np.concatenate(out) if out else np.zeros((0, self.embedder.dim), dtype=np.float32)
+                progress(min(start + batch, len(mems)), len(mems))
+        return own, ctx
 
     def _upsert_by_key(self, old: Memory, new: Memory) -> None:
         values: dict[str, Any] = {"tags": new.tags, "importance": new.importance, "scope": new.scope,
                                   "metadata": new.metadata, "expires_at": new.expires_at, "updated_at": new.updated_at,
                                   "version": old.version + 1, "source": new.source}
         if new.content_hash != old.content_hash:
-            values.update(content=new.content, content_hash=new.content_hash,
-                          vector=[float(x) for x in self.embedder.embed_passages([new.content])[0]])
+            values.update(content=new.content, content_hash=new.content_hash)
+            values.update(self._vector_values(new.content, old.context))
         if not self.store.update(old.id, values, expected_version=old.version):
             raise VersionConflictError(f"memory {old.id} changed while it was being updated; try again")
+
+    def _vector_values(self, content: str, context: list[str]) -> dict[str, Any]:
+        probe = Memory(id="", content=content, context=list(context))
+        own, ctx = self._embed_memories([probe])
+        return {"vector": [float(x) for x in own[0]], "context_vector": [float(x) for x in ctx[0]]}
 
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, *, top_k: int = 5, namespace: str | None = None, scope: str | None = None,
@@ -201,10 +231,18 @@ class MemoryService:
         n = max(self.search.candidates, top_k * 2)
         # The keyword search needs no vector: run it while the query is embedded and the vectors searched.
         txt_future = _pool().submit(self.store.text_search, query, where, n) if mode != "vector" else None
-        vec_hits = self.store.vector_search(self.embedder.embed_query(query), where, n) if mode != "text" else []
+        vec_hits: list[Any] = []
+        ctx_hits: list[Any] = []
+        if mode != "text":
+            qvec = self.embedder.embed_query(query)
+            # plain dense ("vector" mode) searches the memories' own vectors only
+            ctx_future = (_pool().submit(self.store.vector_search, qvec, where, n, "context_vector")
+                          if mode == "hybrid" else None)
+            vec_hits = self.store.vector_search(qvec, where, n)
+            ctx_hits = ctx_future.result() if ctx_future is not None else []
         txt_hits = txt_future.result() if txt_future is not None else []
-        hits = fuse(vec_hits, txt_hits, calibrate=self.calibration, opts=self.search, now=now, project=proj,
-                    top_k=top_k, explain=explain)
+        hits = fuse(vec_hits, ctx_hits, txt_hits, calibrate=self.calibration, opts=self.search, now=now,
+                    project=proj, top_k=top_k, explain=explain)
         return [h for h in hits if h.score >= min_score]
 
     def check_duplicate(self, content: str, *, namespace: str | None = None,
@@ -258,7 +296,7 @@ class MemoryService:
             if content_hash(text) != mem.content_hash or text != mem.content:
                 values.update(content=text, content_hash=content_hash(text))
                 if content_hash(text) != mem.content_hash:
-                    values["vector"] = [float(x) for x in self.embedder.embed_passages([text])[0]]
+                    values.update(self._vector_values(text, mem.context))
         if tags is not None:
             values["tags"] = validate_tags(tags)
         if importance is not None:
@@ -313,6 +351,9 @@ class MemoryService:
                 raise ValidationError(f"record {i + 1} is not a JSON object")
             try:
                 vec = _reusable_vector(r.get("vector"), self.embedder.dim) if reuse else None
+                if vec is not None:  # context vector: its own if exported, else the same vector
+                    cvec = _reusable_vector(r.get("context_vector"), self.embedder.dim)
+                    vec = (vec, cvec if cvec is not None else vec)
                 mems.append((_record_to_memory(r), vec))
             except ValidationError as exc:
                 raise ValidationError(f"record {i + 1}: {exc.message}") from None
@@ -324,10 +365,10 @@ class MemoryService:
         added = 0
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
-            need = [m.content for m, v in chunk if v is None or len(v) != self.embedder.dim]
-            fresh = iter(self.embedder.embed_passages(need)) if need else iter(())
-            rows = [memory_to_row(m, v if v is not None and len(v) == self.embedder.dim else next(fresh))
-                    for m, v in chunk]
+            need = [m for m, v in chunk if v is None]
+            own, ctx = self._embed_memories(need) if need else ([], [])
+            fresh = iter(zip(own, ctx))
+            rows = [memory_to_row(m, *(v if v is not None else next(fresh))) for m, v in chunk]
             added += self.store.insert(rows)
             if progress:
                 progress(min(start + batch, len(todo)), len(todo))
@@ -370,8 +411,8 @@ class MemoryService:
         total = self.store.count()
         done = 0
         for mems in self.store.iter_batches(None, batch_size=batch):
-            vecs = self.embedder.embed_passages([m.content for m in mems])
-            rows = [memory_to_row(m, v) for m, v in zip(mems, vecs)]
+            own, ctx = self._embed_memories(mems)
+            rows = [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
             new.add(pa.Table.from_pylist(rows, schema=new.schema))
             done += len(mems)
             if progress:
@@ -431,7 +472,17 @@ def _record_to_memory(r: dict[str, Any]) -> Memory:
         source=r.get("source") if r.get("source") in SOURCES else "import", created_at=created,
         updated_at=_int_field(r, "updated_at", created), expires_at=_int_field(r, "expires_at", None),
         version=_int_field(r, "version", 1), content_hash=content_hash(content),
+        thread=validate_thread(r.get("thread")), context=_context_field(r.get("context")),
     )
+
+
+def _context_field(v: Any) -> list[str]:
+    """An imported record's context: a list of strings (the thread's previous memories)."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValidationError("context must be a list of strings")
+    return [x for x in v if x][-2:]
 
 
 def _int_field(r: dict[str, Any], name: str, default: int | None) -> int | None:

@@ -19,19 +19,20 @@ from typing import Any
 
 from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
 from memcli.models import MIN_PREFIX, Memory
-from memcli.textnorm import search_text
+from memcli.textnorm import STOP_WORDS, search_text
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 META_TABLE = "memcli_meta"
 DEFAULT_TABLE = "memories"
 VECTOR_INDEX_MIN_ROWS = 20_000
 _ID_CHARS = set("0123456789abcdef-")
 
 COLUMNS = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata",
-           "source", "created_at", "updated_at", "expires_at", "version", "content_hash"]
+           "source", "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context"]
+VECTOR_COLUMNS = ["vector", "context_vector"]
 
 
 def quote(value: str) -> str:
@@ -49,6 +50,9 @@ def memory_schema(dim: int) -> Any:
         pa.field("content", pa.string(), nullable=False),
         pa.field("search_text", pa.string()),
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        # the embedding of "previous memory of the thread + this one" (= vector when there is no thread):
+        # conversation turns are often only meaningful with the turn before them
+        pa.field("context_vector", pa.list_(pa.float32(), dim), nullable=False),
         pa.field("namespace", pa.string(), nullable=False),
         pa.field("project", pa.string()),
         pa.field("scope", pa.string(), nullable=False),
@@ -62,6 +66,8 @@ def memory_schema(dim: int) -> Any:
         pa.field("expires_at", pa.int64()),
         pa.field("version", pa.int64(), nullable=False),
         pa.field("content_hash", pa.string()),
+        pa.field("thread", pa.string()),
+        pa.field("context", pa.string()),
     ])
 
 
@@ -72,25 +78,41 @@ def _row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
     except json.JSONDecodeError:
         metadata = {}
     vec = row.get("vector") if with_vector else None
+    cvec = row.get("context_vector") if with_vector else None
+    try:
+        context = json.loads(row["context"]) if row.get("context") else []
+    except json.JSONDecodeError:
+        context = []
     return Memory(
         id=row["id"], content=row["content"], namespace=row["namespace"], project=row.get("project"),
         scope=row["scope"], tags=list(row.get("tags") or []), importance=float(row.get("importance") or 0.0),
         key=row.get("key"), metadata=metadata, source=row.get("source") or "cli",
         created_at=int(row["created_at"]), updated_at=int(row["updated_at"]), expires_at=row.get("expires_at"),
-        version=int(row["version"]), content_hash=row.get("content_hash") or "",
-        vector=[float(x) for x in vec] if vec is not None else None,
+        version=int(row["version"]), content_hash=row.get("content_hash") or "", thread=row.get("thread"),
+        context=context, vector=[float(x) for x in vec] if vec is not None else None,
+        context_vector=[float(x) for x in cvec] if cvec is not None else None,
     )
 
 
-def memory_to_row(m: Memory, vector: Sequence[float]) -> dict[str, Any]:
-    """The stored row for a memory and its vector."""
+def row_search_text(content: str, context: Sequence[str]) -> str:
+    """What the keyword index sees: the thread's previous memories, then this one (twice, so it outweighs
+    its context)."""
+    if not context:
+        return search_text(content)
+    return search_text("\n".join([*context, content, content]))
+
+
+def memory_to_row(m: Memory, vector: Sequence[float], context_vector: Sequence[float] | None = None) -> dict[str, Any]:
+    """The stored row for a memory, its vector and its context vector (default: the same vector)."""
     return {
-        "id": m.id, "content": m.content, "search_text": search_text(m.content), "vector": list(vector),
+        "id": m.id, "content": m.content, "search_text": row_search_text(m.content, m.context),
+        "vector": list(vector), "context_vector": list(context_vector if context_vector is not None else vector),
         "namespace": m.namespace, "project": m.project, "scope": m.scope, "tags": list(m.tags),
         "importance": float(m.importance), "key": m.key,
         "metadata": json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None,
         "source": m.source, "created_at": m.created_at, "updated_at": m.updated_at, "expires_at": m.expires_at,
-        "version": m.version, "content_hash": m.content_hash,
+        "version": m.version, "content_hash": m.content_hash, "thread": m.thread,
+        "context": json.dumps(m.context, ensure_ascii=False) if m.context else None,
     }
 
 
@@ -105,7 +127,7 @@ class MemoryStore:
         self._local = "://" not in uri
         self._writes_since_check = 0
         self._fts_ready = False
-        self._has_vec_index = False
+        self._vec_indexed: set[str] = set()
         self._vec_index_checked = -1e9
         try:
             import lancedb
@@ -223,7 +245,8 @@ class MemoryStore:
                 v = list(v)
             row[k] = v
         if "content" in values:
-            row["search_text"] = search_text(values["content"])
+            ctx = json.loads(row["context"]) if row.get("context") else []
+            row["search_text"] = row_search_text(values["content"], ctx)
         data = pa.Table.from_pylist([row], schema=self.table.schema)
         res = (self.table.merge_insert("id").when_matched_update_all(where=f"target.version = {version}")
                .execute(data))
@@ -252,14 +275,14 @@ class MemoryStore:
         return q.to_arrow().to_pylist()
 
     def get(self, memory_id: str, *, with_vector: bool = False) -> Memory | None:
-        rows = self._rows(f"id = {quote(memory_id)}", COLUMNS + (["vector"] if with_vector else []), 2)
+        rows = self._rows(f"id = {quote(memory_id)}", COLUMNS + (VECTOR_COLUMNS if with_vector else []), 2)
         return _row_to_memory(rows[0], with_vector=with_vector) if rows else None
 
     def get_many(self, ids: Sequence[str], *, with_vector: bool = False) -> list[Memory]:
         if not ids:
             return []
         where = "id IN (" + ", ".join(quote(i) for i in ids) + ")"
-        rows = self._rows(where, COLUMNS + (["vector"] if with_vector else []), len(ids) + 1)
+        rows = self._rows(where, COLUMNS + (VECTOR_COLUMNS if with_vector else []), len(ids) + 1)
         return [_row_to_memory(r, with_vector=with_vector) for r in rows]
 
     def resolve_id(self, ref: str) -> str:
@@ -289,7 +312,7 @@ class MemoryStore:
         return hits[0]
 
     def scan(self, where: str | None, *, with_vector: bool = False) -> list[Memory]:
-        cols = COLUMNS + (["vector"] if with_vector else [])
+        cols = COLUMNS + (VECTOR_COLUMNS if with_vector else [])
         return [_row_to_memory(r, with_vector=with_vector) for r in self._rows(where, cols)]
 
     def iter_batches(self, where: str | None = None, *, with_vector: bool = False,
@@ -298,7 +321,7 @@ class MemoryStore:
         import lance  # noqa: F401  (pylance provides the dataset scanner)
 
         ds = self.table.to_lance()
-        cols = COLUMNS + (["vector"] if with_vector else [])
+        cols = COLUMNS + (VECTOR_COLUMNS if with_vector else [])
         for batch in ds.to_batches(columns=cols, filter=where, batch_size=batch_size):
             yield [_row_to_memory(r, with_vector=with_vector) for r in batch.to_pylist()]
 
@@ -320,12 +343,13 @@ class MemoryStore:
         return self._rows(where, columns)
 
     # ---------------------------------------------------------------- search
-    def vector_search(self, vector: Sequence[float], where: str | None, k: int) -> list[tuple[Memory, float]]:
+    def vector_search(self, vector: Sequence[float], where: str | None, k: int,
+                      column: str = "vector") -> list[tuple[Memory, float]]:
         """Nearest memories by cosine similarity, filtered before top-k. Returns (memory, cosine)."""
-        q = self.table.search(list(vector), vector_column_name="vector").distance_type("cosine")
+        q = self.table.search(list(vector), vector_column_name=column).distance_type("cosine")
         if where:
             q = q.where(where, prefilter=True)
-        if self.has_vector_index():
+        if self.has_vector_index(column):
             q = q.refine_factor(4).nprobes(32)
         rows = q.select(COLUMNS + ["_distance"]).limit(k).to_arrow().to_pylist()
         return [(_row_to_memory(r), 1.0 - float(r["_distance"])) for r in rows]
@@ -356,14 +380,14 @@ class MemoryStore:
     def _index_names(self) -> dict[str, Any]:
         return {ix.name: ix for ix in self.table.list_indices()}
 
-    def has_vector_index(self) -> bool:
+    def has_vector_index(self, column: str = "vector") -> bool:
         """Whether an ANN index exists (re-checked at most every few seconds: another process may add it)."""
         now = time.monotonic()
         if now - self._vec_index_checked > 5.0:
-            self._has_vec_index = any(ix.index_type.upper().startswith("IVF")
-                                      for ix in self._index_names().values())
+            self._vec_indexed = {ix.columns[0] for ix in self._index_names().values()
+                                 if ix.index_type.upper().startswith("IVF")}
             self._vec_index_checked = now
-        return self._has_vec_index
+        return column in self._vec_indexed
 
     def ensure_fts_index(self) -> None:
         """Create the ICU full-text index (finds 数据库 inside a Chinese sentence) once there is data."""
@@ -379,7 +403,8 @@ class MemoryStore:
         try:
             self.table.create_index(
                 "search_text",
-                config=FTS(base_tokenizer="icu", language="English", stem=True, remove_stop_words=False,
+                config=FTS(base_tokenizer="icu", language="English", stem=True, remove_stop_words=True,
+                           custom_stop_words=STOP_WORDS,
                            lower_case=True, ascii_folding=True, with_position=False),
                 name="search_text_idx",
             )
@@ -404,13 +429,16 @@ class MemoryStore:
     def ensure_vector_index(self, *, force: bool = False) -> bool:
         """An ANN index once the table is large enough for exact search to be slow."""
         n = self.table.count_rows()
-        if self.has_vector_index() or (n < VECTOR_INDEX_MIN_ROWS and not force) or n < 256:
+        self._vec_index_checked = -1e9
+        todo = [c for c in VECTOR_COLUMNS if not self.has_vector_index(c)]
+        if not todo or (n < VECTOR_INDEX_MIN_ROWS and not force) or n < 256:
             return False
         from lancedb.index import HnswSq
 
         partitions = max(1, n // 8192)
-        self.table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=partitions),
-                                name="vector_idx")
+        for col in todo:
+            self.table.create_index(col, config=HnswSq(distance_type="cosine", num_partitions=partitions),
+                                    name=f"{col}_idx")
         self._vec_index_checked = -1e9
         return True
 

@@ -55,3 +55,17 @@ def search_text(text: str) -> str:
     norm = normalise(text)
     parts = _identifier_parts(unicodedata.normalize("NFKC", text))
     return norm + (" \n" + " ".join(parts).casefold() if parts else "")
+
+
+# English stop words (the usual list, question words included) for the keyword index: they are removed from
+# documents and queries alike, so "what did Caroline paint" searches for caroline + paint. Measured on
+# LoCoMo: BM25 recall@5 0.486 → 0.537 (bench/locomo.py).
+STOP_WORDS = sorted(set("""a an the and or but if of at by for with about against between into through during
+before after above below to from up down in out on off over under again further then once here there when where
+why how all any both each few more most other some such no nor not only own same so than too very s t can will
+just don should now i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+she her hers herself it its itself they them their theirs themselves what which who whom this that these those
+am is are was were be been being have has had having do does did doing would could ought i'm you're he's she's
+it's we're they're i've you've we've they've i'd you'd he'd she'd we'd they'd i'll you'll he'll she'll we'll
+they'll isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't shouldn't
+can't cannot couldn't mustn't let's that's who's what's here's there's when's where's why's how's""".split()))
