@@ -242,19 +242,10 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     the background. ``idle_timeout`` (seconds, 0/None = never) calls ``on_idle`` after that long with no
     request in flight or arriving.
     """
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from memcli.mcp.server import build_server
-
     holder = holder or ServiceHolder(config, service)
     host = host or config.server.host
     activity = Activity()
-    mcp = build_server(holder)
-    # Origin/Host validation for /mcp is done by Guard, for every route alike.
-    mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/mcp",
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
+    mcp = McpEndpoint(holder)
 
     async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(holder.call, method, *args, **kwargs)
@@ -338,7 +329,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         Route("/api/vector-search", vector_search, methods=["GET"]),
     ]
     routes += _hook_routes(holder, config)
-    routes += list(mcp_app.routes)
+    routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
 
     # ------------------------------------------------------------------ errors
     async def on_memcli_error(request: Request, exc: Exception) -> Response:
@@ -376,7 +367,8 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         holder.warm()
         try:
-            async with mcp.session_manager.run(), anyio.create_task_group() as tg:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(mcp.serve)
                 if idle_timeout and on_idle:
                     tg.start_soon(watch_idle)
                 yield
@@ -399,6 +391,58 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     app.state.activity = activity
     app.state.mcp = mcp
     return app
+
+
+class McpEndpoint:
+    """``/mcp``: the SDK's Streamable HTTP transport, built in the background at startup.
+
+    Importing the MCP SDK costs ~0.8 s; ``/health`` and ``/api`` answer while it loads, and an MCP request
+    that arrives first waits for it. The session manager runs for the life of the app (its lifespan task).
+    """
+
+    def __init__(self, holder: ServiceHolder) -> None:
+        self.holder = holder
+        self.handler: ASGIApp | None = None
+        self.error: str | None = None
+        self._ready: anyio.Event | None = None
+
+    def _event(self) -> anyio.Event:
+        if self._ready is None:
+            self._ready = anyio.Event()
+        return self._ready
+
+    def _build(self) -> tuple[Any, ASGIApp]:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from memcli.mcp.server import build_server
+
+        server = build_server(self.holder)
+        # Origin/Host validation is Guard's, for every route alike.
+        app = server.streamable_http_app(
+            streamable_http_path="/mcp",
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        return server, app
+
+    async def serve(self) -> None:
+        ready = self._event()
+        try:
+            server, app = await anyio.to_thread.run_sync(self._build)
+            async with server.session_manager.run():
+                self.handler = app
+                ready.set()
+                await anyio.sleep_forever()
+        except Exception as exc:  # noqa: BLE001 - REST keeps working; /mcp reports it
+            log.exception("the MCP endpoint could not start")
+            self.error = f"the MCP endpoint could not start: {type(exc).__name__}: {exc}"
+            ready.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._event().wait()
+        if self.handler is None:
+            await error_response(503, self.error or "the MCP endpoint is not running", "unavailable")(
+                scope, receive, send)
+            return
+        await self.handler(scope, receive, send)
 
 
 def _hook_routes(holder: ServiceHolder, config: "Config") -> list[BaseRoute]:
