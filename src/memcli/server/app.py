@@ -419,7 +419,7 @@ class McpEndpoint:
         server = build_server(self.holder)
         # Origin/Host validation is Guard's, for every route alike.
         app = server.streamable_http_app(
-            streamable_http_path="/mcp",
+            streamable_http_path="/mcp", json_response=True,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         return server, app
 
