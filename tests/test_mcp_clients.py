@@ -4,6 +4,7 @@ HTTP (a real `memcli serve`), both on one home, so what one client remembers the
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -129,7 +130,7 @@ def test_stdio_and_http_clients_share_one_memory(memcli_bin: str, subprocess_env
 
 def test_stdio_stdout_carries_only_json_rpc(memcli_bin: str, subprocess_env: dict[str, str], tmp_path: Path) -> None:
     """Raw bytes on `memcli mcp`'s stdout: every line is a JSON-RPC message, through a store open, a write,
-    a tool error, a malformed line and shutdown."""
+    a tool error, a malformed line and SIGTERM."""
     env = {**subprocess_env, "PYTHONWARNINGS": "always", "RUST_LOG": "debug"}
     errlog = tmp_path / "stderr.log"
     with open(errlog, "wb") as err:
@@ -161,9 +162,10 @@ def test_stdio_stdout_carries_only_json_rpc(memcli_bin: str, subprocess_env: dic
     while msgs[-1].get("id") != 4:
         msgs.append(reply())
     assert len(msgs[-1]["result"]["tools"]) == len(TOOLS)
-    proc.stdin.close()  # the client goes away: the server exits, still writing nothing else
+    proc.send_signal(signal.SIGTERM)  # a client stopping its server: exit 0, nothing else on stdout
     rest = proc.stdout.read()
     assert proc.wait(30) == 0, errlog.read_text()
+    proc.stdin.close()
     msgs += [json.loads(ln) for ln in rest.decode().splitlines() if ln.strip()]
     assert all(m.get("jsonrpc") == "2.0" for m in msgs)  # ...and is JSON-RPC
 

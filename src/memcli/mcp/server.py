@@ -195,7 +195,28 @@ def run_stdio(holder: "ServiceHolder") -> None:
             low = server._lowlevel_server  # the SDK's own run_stdio_async does exactly this  # noqa: SLF001
             await low.run(read_stream, write_stream, low.create_initialization_options())
 
+    _exit_on_sigterm(holder)
+
     try:
         anyio.run(main)
     finally:
         holder.close()
+
+
+def _exit_on_sigterm(holder: "ServiceHolder") -> None:
+    """SIGTERM: let the tool calls in flight finish (their writes land), close the store, exit 0.
+
+    (The session cannot be cancelled in place: the SDK reads stdin in a worker thread that only a new line
+    or EOF wakes up.)"""
+    import os
+    import signal
+    import threading
+
+    def finish() -> None:
+        holder.close(timeout=30)
+        os._exit(0)
+
+    def handler(signum: int, frame: Any) -> None:
+        threading.Thread(target=finish, name="memcli-sigterm", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, handler)
