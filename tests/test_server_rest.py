@@ -160,6 +160,9 @@ def test_errors(api: httpx.Client, ns: str) -> None:
     assert empty.status_code == 422 and "empty" in empty.json()["error"]
     unknown = api.post("/api/memories", json={"content": "x", "tag": "typo"})
     assert unknown.status_code == 422 and "tag" in unknown.json()["error"]
+    assert api.post("/api/memories", json={"content": "x", "created_at": "yesterday"}).status_code == 422
+    assert api.post("/api/memories", json={"content": "x", "importance": "high"}).status_code == 422
+    assert api.patch("/api/memories/ffff0000", json={"expected_version": "v1"}).status_code == 422
     big = api.post("/api/memories", json={"content": "x" * (1 << 20), "namespace": ns})
     assert big.status_code == 413 and big.json()["code"] == "payload_too_large"
     chunked = api.post("/api/memories", content=iter([b'{"content": "', b"y" * (1 << 20), b'"}']))

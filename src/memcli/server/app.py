@@ -182,7 +182,13 @@ def _new_memory(data: Any, what: str = "the memory") -> Any:
         raise ValidationError(f"{what} has no content")
     if d.get("importance") is None:
         d = {**d, "importance": 0.5}
+    if d.get("created_at") is not None and not _is_int(d["created_at"]):
+        raise ValidationError(f"{what}: created_at must be epoch milliseconds (an integer)")
     return NewMemory(**d)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _int(params: Any, name: str, default: int | None = None) -> int | None:
@@ -296,6 +302,8 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         expected = _if_match(request)
         if expected is None and d.get("expected_version") is not None:
             expected = d["expected_version"]
+            if not _is_int(expected):
+                raise ValidationError("expected_version must be an integer (the version you read)")
         d = {k: v for k, v in d.items() if k != "expected_version"}
         mem = await call("update", request.path_params["memory_id"], expected_version=expected, **d)
         return JSONResponse(mem.item(), headers=_etag(mem.version))
