@@ -131,6 +131,7 @@ class MemoryService:
         results: list[RememberResult | None] = [None] * len(mems)
         to_write: list[int] = []
         seen: dict[tuple[str, str, str], int] = {}
+        stored = self._existing_by_hash(mems, now)  # one query for the whole batch, not one per item
         for i, m in enumerate(mems):
             if m.key is not None:
                 existing = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key)}", 1)
@@ -142,11 +143,8 @@ class MemoryService:
             if ident in seen:
                 results[i] = RememberResult(memory_id=mems[seen[ident]].id, created=False)
                 continue
-            dup = self.store.find(
-                f"namespace = {quote(m.namespace)} AND scope = {quote(m.scope)} AND content_hash = "
-                f"{quote(m.content_hash)} AND (expires_at IS NULL OR expires_at > {now})", 1)
-            if dup:
-                results[i] = RememberResult(memory_id=dup[0].id, created=False)
+            if ident in stored:
+                results[i] = RememberResult(memory_id=stored[ident], created=False)
                 continue
             seen[ident] = i
             to_write.append(i)
@@ -160,6 +158,17 @@ class MemoryService:
                 rows.append(memory_to_row(mems[i], vec, cvec))
             self.store.add(rows)
         return [r for r in results if r is not None]
+
+    def _existing_by_hash(self, mems: Sequence[Memory], now: int) -> dict[tuple[str, str, str], str]:
+        """Live stored memories with the same (namespace, scope, content hash) as any of ``mems``."""
+        found: dict[tuple[str, str, str], str] = {}
+        hashes = sorted({m.content_hash for m in mems})
+        for start in range(0, len(hashes), 500):
+            chunk = ", ".join(quote(h) for h in hashes[start:start + 500])
+            where = f"content_hash IN ({chunk}) AND (expires_at IS NULL OR expires_at > {now})"
+            for r in self.store.column_values(where, ["id", "namespace", "scope", "content_hash", "created_at"]):
+                found.setdefault((r["namespace"], r["scope"], r["content_hash"]), r["id"])
+        return found
 
     def _attach_context(self, mems: Sequence[Memory], window: int = 2) -> None:
         """Give each threaded memory the thread's previous memories (stored ones, then earlier ones of
