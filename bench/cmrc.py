@@ -64,12 +64,17 @@ def main() -> None:
     from memcli.service import MemoryService, NewMemory
 
     paras, qs = [], []
+    skipped = 0
     for art in json.loads(args.data.read_text())["data"]:
         for p in art["paragraphs"]:
             for qa in p["qas"]:
-                qs.append((qa["question"], len(paras)))
+                if qa["question"].strip():  # the trial split has an empty question; it cannot be asked
+                    qs.append((qa["question"], len(paras)))
+                else:
+                    skipped += 1
             paras.append(p["context"])
-    print(f"CMRC {args.data.name}: {len(paras)} paragraphs, {len(qs)} questions", flush=True)
+    print(f"CMRC {args.data.name}: {len(paras)} paragraphs, {len(qs)} questions ({skipped} empty skipped)",
+          flush=True)
     home = Path(tempfile.mkdtemp(prefix="memcli-cmrc-"))
     svc = MemoryService.open(load_config(home, env={"MEMCLI_EMBEDDER": args.embedder}))
     t0 = time.perf_counter()

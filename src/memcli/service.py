@@ -468,8 +468,9 @@ def _record_to_memory(r: dict[str, Any]) -> Memory:
     content = validate_content(r.get("content"))
     now = now_ms()
     mid = r.get("id") or r.get("memory_id") or new_id()
-    if not isinstance(mid, str) or not 8 <= len(mid) <= 64:
-        raise ValidationError("invalid id")
+    if not isinstance(mid, str) or not 8 <= len(mid) <= 64 or not set(mid.lower()) <= set("0123456789abcdef-"):
+        raise ValidationError(f"invalid id {str(mid)[:70]!r}: ids are hex digits and dashes (a UUID)")
+    mid = mid.lower()
     created = _int_field(r, "created_at", now)
     if r.get("project") is not None and not isinstance(r.get("project"), str):
         raise ValidationError("project must be a string")
