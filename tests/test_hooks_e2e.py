@@ -142,7 +142,7 @@ def payload(event: str, session: str, cwd: Path, **extra: Any) -> dict[str, Any]
 def turns(home: Path) -> list[Any]:
     svc = MemoryService.open(load_config(home))
     try:
-        return svc.list(tags=["turn"], limit=100)
+        return [m for m in svc.list(tags=["turn"], limit=100) if m.metadata.get("session_id")]  # captured here
     finally:
         svc.close()
 

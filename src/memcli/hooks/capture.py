@@ -108,6 +108,6 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
     if payload.get("agent_type"):
         meta["agent_type"] = str(payload.get("agent_type"))
     res = service.remember(content, tags=[TAG], scope=SCOPE, importance=IMPORTANCE, source=SOURCE,
-                           project=detect_project(cwd), metadata=meta)
+                           project=detect_project(cwd), metadata=meta, thread=session or None)
     state.mark_captured(session, key)
     return Capture("stored" if res.created else "duplicate", "", res.memory_id, content)
