@@ -79,8 +79,8 @@ class HookRuntime:
         project = detect_project(payload.get("cwd"))
         text, ids = session_digest(self.get_service(), project=project, budget=self.cfg.session_start_budget,
                                    project_only=self.cfg.project_only)
-        # a new, cleared or compacted context no longer holds what was injected before
-        self.state.add_injected(session, ids, reset=True)
+        # a new, cleared or compacted context no longer holds what was injected before; a resumed one does
+        self.state.add_injected(session, ids, reset=payload.get("source") != "resume")
         self.last.update(project=project, injected=ids)
         return output("SessionStart", text)
 
