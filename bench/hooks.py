@@ -285,7 +285,7 @@ def main() -> None:
             for i in range(args.n):
                 q = prompts[i % len(prompts)] if i < len(prompts) else rng.choice(prompts)
                 ms, out = run_hook(cmd + ["UserPromptSubmit"], {
-                    "session_id": f"bench-{label[:4]}-{i}", "transcript_path": "", "cwd": str(proj),
+                    "session_id": f"bench-{len(rows)}-{i}", "transcript_path": "", "cwd": str(proj),
                     "hook_event_name": "UserPromptSubmit", "prompt": q}, e)
                 times.append(ms)
                 injected += bool(out)
@@ -345,46 +345,60 @@ def main() -> None:
 
 
 def measure_gate(home: Path, env: dict[str, str]) -> dict[str, Any]:
-    """Signals that separate relevant from irrelevant memories for a prompt, measured on the 10k store."""
+    """Signals that separate relevant from irrelevant memories for a prompt, measured on the 10k store, and
+    what the prompt hook injects with the configured gate (hooks.min_score)."""
     os.environ.update({"MEMCLI_HOME": str(home), "MEMCLI_EMBEDDER": "local"})
     from memcli.config import load_config
-    from memcli.hooks.inject import score_hits
+    from memcli.hooks.inject import baseline_cosine, prompt_context, score_hits
     from memcli.service import MemoryService
 
     cfg = load_config(home)
     svc = MemoryService.open(cfg)
+    gate = cfg.hooks.min_score
     by_text = {m.content: m.id for m in svc.list(tags=["decision"], project="atlas", limit=100_000)
                if m.content in PLANTED}
-    gold_cos, gold_rel, best_other_rel, found, injected_right = [], [], [], 0, 0
+
+    def inject(q: str) -> list[str]:
+        return prompt_context(svc, q, project="atlas", budget=cfg.hooks.prompt_budget, top_k=cfg.hooks.prompt_top_k,
+                              min_relevance=gate)[1]
+
+    gold_cos, gold_gap, found, injected_right, misses = [], [], 0, 0, []
     for q, i in RELEVANT:
-        hits = svc.recall(q, top_k=15, project="atlas", explain=True)
-        scored = score_hits(svc, q, hits)
-        gold = [s for s in scored if s.hit.memory.id == by_text.get(PLANTED[i])]
-        if gold:
+        gid = by_text.get(PLANTED[i])
+        base = baseline_cosine(svc, q, project="atlas", project_only=False)
+        gold = [s for s in score_hits(svc, q, svc.recall(q, top_k=15, project="atlas", explain=True),
+                                      project="atlas") if s.hit.memory.id == gid]
+        if gold and gold[0].cosine is not None:
             found += 1
-            gold_cos.append(gold[0].cosine or 0.0)
-            gold_rel.append(gold[0].relevance)
-            injected_right += gold[0].relevance >= cfg.hooks.min_score
-    irr_cos, irr_rel, false_inject = [], [], 0
+            gold_cos.append(gold[0].cosine)
+            gold_gap.append(gold[0].cosine - (base or 0.0))
+        if gid in inject(q):
+            injected_right += 1
+        else:
+            misses.append(q)
+    irr_cos, irr_gap, false_inject = [], [], []
     for q in IRRELEVANT:
-        scored = score_hits(svc, q, svc.recall(q, top_k=15, project="atlas", explain=True))
-        top = max(scored, key=lambda s: s.relevance)
-        irr_cos.append(max((s.cosine or 0.0) for s in scored))
-        irr_rel.append(top.relevance)
-        false_inject += any(s.relevance >= cfg.hooks.min_score for s in scored)
+        base = baseline_cosine(svc, q, project="atlas", project_only=False)
+        scored = score_hits(svc, q, svc.recall(q, top_k=15, project="atlas", explain=True), project="atlas")
+        top = max((s.cosine or 0.0) for s in scored)
+        irr_cos.append(top)
+        irr_gap.append(top - (base or 0.0))
+        if inject(q):
+            false_inject.append(q)
     svc.close()
 
     def dist(xs: list[float]) -> str:
         return "min %.3f p10 %.3f p50 %.3f p90 %.3f max %.3f" % (
             min(xs), pct(xs, 10), statistics.median(xs), pct(xs, 90), max(xs))
     return {
-        "relevant prompts (gold memory in top 15)": f"{found}/{len(RELEVANT)}",
-        "gold memory cosine": dist(gold_cos),
-        "gold memory relevance": dist(gold_rel),
-        "best cosine for off-topic prompts": dist(irr_cos),
-        "best relevance for off-topic prompts": dist(irr_rel),
-        f"relevant prompts whose memory passes min_score={cfg.hooks.min_score}": f"{injected_right}/{len(RELEVANT)}",
-        "off-topic prompts that inject anything": f"{false_inject}/{len(IRRELEVANT)}",
+        "relevant prompts (answering memory in the top 15)": f"{found}/{len(RELEVANT)}",
+        "answering memory: cosine": dist(gold_cos),
+        "answering memory: gap (cosine - median of the 50 nearest)": dist(gold_gap),
+        "off-topic prompts, best memory: cosine": dist(irr_cos),
+        "off-topic prompts, best memory: gap": dist(irr_gap),
+        f"relevant prompts whose memory is injected (min_score={gate})": f"{injected_right}/{len(RELEVANT)}"
+                                                                        f" (missed: {misses})",
+        "off-topic prompts that inject anything": f"{len(false_inject)}/{len(IRRELEVANT)} {false_inject}",
     }
 
 
