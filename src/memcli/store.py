@@ -9,6 +9,7 @@ compact (``optimize``) once fragments pile up, one owner at a time, retrying on 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,8 @@ from memcli.textnorm import STOP_WORDS, search_text
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
+
+log = logging.getLogger("memcli.store")
 
 SCHEMA_VERSION = 2
 META_TABLE = "memcli_meta"
@@ -446,6 +449,22 @@ class MemoryStore:
         self._vec_index_checked = -1e9
         return True
 
+    def rebuild_vector_indexes_if_stale(self, min_unindexed: int = 5000, fraction: float = 0.1) -> bool:
+        """Rebuild the ANN indexes once many rows are outside them (they are searched exactly meanwhile)."""
+        stale = [ix for ix in self.table.list_indices() if ix.index_type.upper().startswith("IVF")
+                 and ix.num_unindexed_rows >= max(min_unindexed, fraction * ix.num_indexed_rows)]
+        if not stale:
+            return False
+        from lancedb.index import HnswSq
+
+        n = self.table.count_rows()
+        for ix in stale:
+            self.table.create_index(ix.columns[0], config=HnswSq(distance_type="cosine",
+                                                                 num_partitions=max(1, n // 8192)),
+                                    name=ix.name, replace=True)
+        self._vec_index_checked = -1e9
+        return True
+
     def fragment_count(self) -> int:
         return int(self.table.stats()["fragment_stats"]["num_fragments"])
 
@@ -456,8 +475,9 @@ class MemoryStore:
             try:
                 if self.fragment_count() >= self.auto_compact_fragments:
                     self.compact(blocking=False)
-            except (OSError, RuntimeError, ValueError):
-                pass  # compaction is an optimisation; the write itself succeeded
+            except (OSError, RuntimeError, ValueError, StoreError) as exc:
+                # compaction is an optimisation; the write itself succeeded
+                log.warning("automatic compaction failed: %s", exc)
 
     @contextmanager
     def _compact_lock(self, blocking: bool) -> Iterator[bool]:
@@ -488,17 +508,37 @@ class MemoryStore:
             self.ensure_fts_index()
             self.ensure_scalar_indexes()
             self.ensure_vector_index()
-            delay = 0.05
-            for attempt in range(retries):
-                try:
-                    self.table.optimize(cleanup_older_than=timedelta(minutes=5))
-                    break
-                except (RuntimeError, OSError, ValueError) as exc:
-                    if "conflict" not in str(exc).lower() or attempt == retries - 1:
-                        raise StoreError(f"compaction failed: {exc}") from exc
-                    time.sleep(delay)
-                    delay = min(delay * 2, 1.0)
+            self._retry(lambda: self.table.to_lance().optimize.compact_files(target_rows_per_fragment=1 << 20),
+                        retries)
+            # Fold new rows into the keyword and scalar indexes, merging their deltas into one segment.
+            # Vector indexes get no deltas: lance does not merge fragments covered by different delta
+            # segments (every compaction left one more fragment behind), and merging HNSW deltas costs
+            # about as much as a rebuild. New rows are searched exactly until the next rebuild.
+            names = [ix.name for ix in self.table.list_indices() if not ix.index_type.upper().startswith("IVF")]
+            if names:
+                self._retry(lambda: self.table.to_lance().optimize.optimize_indices(
+                    index_names=names, num_indices_to_merge=1000), retries)
+            self.rebuild_vector_indexes_if_stale()
+            try:
+                self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5))
+            except (OSError, RuntimeError, ValueError) as exc:  # old versions are only disk space
+                log.warning("cleanup of old versions failed: %s", exc)
+            self._vec_index_checked = -1e9
         return {"compacted": True, "fragments_before": before, "fragments": self.fragment_count()}
+
+    @staticmethod
+    def _retry(op: Any, retries: int) -> None:
+        """Run a maintenance commit, retrying on commit conflicts with another writer."""
+        delay = 0.05
+        for attempt in range(retries):
+            try:
+                op()
+                return
+            except (RuntimeError, OSError, ValueError) as exc:
+                if "conflict" not in str(exc).lower() or attempt == retries - 1:
+                    raise StoreError(f"compaction failed: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     def size_bytes(self) -> int:
         return int(self.table.stats().get("total_bytes", 0))
