@@ -15,6 +15,11 @@
 # `python -m memcli.hooks`, which is used when the path is unknown or Python is older than 3.11).
 
 event="${1:-}"
+# Claude Code signals its async hooks (Stop) when it exits — right after the last turn of `claude -p`, or when
+# a session ends: a captured turn must not die with it. (Ignored signals stay ignored in the Python we exec.)
+case "$event" in
+    Stop|SessionEnd) trap '' TERM HUP INT ;;
+esac
 data="${CLAUDE_PLUGIN_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/memcli-plugin}"
 cache="$data/python"
 notice="$data/not-installed-notified"

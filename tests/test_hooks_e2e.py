@@ -484,3 +484,26 @@ def test_plugin_launcher_end_to_end(seeded: tuple[Served, Path, Path], tmp_path:
     assert "PostgreSQL 16" in json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
     py, client_path = (tmp_path / "plugin-data" / "python").read_text().splitlines()
     assert py == sys.executable and client_path.endswith("hooks/client.py")
+
+
+@pytest.mark.parametrize("via", ["launcher", "client"])
+def test_stop_survives_the_signal_claude_code_sends_on_exit(seeded: tuple[Served, Path, Path], tmp_path: Path,
+                                                            via: str) -> None:
+    """`claude -p` signals its async Stop hook as it exits (seen with Claude Code 2.1): the turn still lands."""
+    srv, alpha, _ = seeded
+    root = Path(__file__).resolve().parents[1]
+    cmd = (["sh", str(root / "hooks" / "run.sh"), "Stop"] if via == "launcher"
+           else [sys.executable, "-m", "memcli.hooks", "Stop"])
+    env = {**srv.env, "CLAUDE_PLUGIN_DATA": str(tmp_path / "plugin-data"), "MEMCLI_PYTHON": sys.executable}
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdin is not None
+    p.stdin.write(json.dumps(payload("Stop", "sig", alpha, stop_hook_active=False,
+                                     prompt="which queue does the mailer use?",
+                                     last_assistant_message="The mailer consumes the `outbound-mail` queue on "
+                                                            "RabbitMQ; retries go to `outbound-mail.dlq`.")).encode())
+    p.stdin.close()
+    time.sleep(0.15 if via == "client" else 0.03)  # the client installs its handler once Python has started
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(30) == 0
+    (mem,) = wait_for(lambda: turns(srv.home))
+    assert "outbound-mail" in mem.content

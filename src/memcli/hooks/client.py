@@ -394,6 +394,13 @@ def main(argv: list[str] | None = None) -> None:
         s = resolve_settings()
         home = s.home
         event = argv[1] if len(argv) > 1 else ""
+        if event in ("Stop", "SessionEnd"):
+            # Claude Code signals async hooks when it exits (the last turn of `claude -p`, a session's end):
+            # finish queueing the turn anyway. `_signal` is built in: no import cost.
+            import _signal
+
+            for sig in (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGINT):
+                _signal.signal(sig, _signal.SIG_IGN)
         if event not in EVENTS:
             log(home, f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
         else:
