@@ -91,7 +91,10 @@ class HookRuntime:
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             return None
-        self.state.set_prompt(session, prompt)  # for Stop, before anything can fail
+        from memcli.hooks.redact import redact
+
+        # for Stop, before anything can fail; redacted: the state file must not keep a secret either
+        self.state.set_prompt(session, redact(prompt))
         project = detect_project(payload.get("cwd"))
         text, ids = prompt_context(self.get_service(), prompt, project=project, budget=self.cfg.prompt_budget,
                                    top_k=self.cfg.prompt_top_k, min_relevance=self.cfg.min_score,
