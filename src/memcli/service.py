@@ -249,7 +249,8 @@ class MemoryService:
             # and were slower here (2 cores). Plain dense ("vector" mode) searches the own vectors only.
             vec_hits = self.store.vector_search(qvec, where, n, light=True)
             if mode == "hybrid":
-                ctx_hits = self.store.vector_search(qvec, where, n, "context_vector", light=True)
+                ctx_hits = (self.store.vector_search(qvec, where, n, "context_vector", light=True)
+                            if self.store.has_context() else vec_hits)
         txt_hits = txt_future.result() if txt_future is not None else []
         hits = fuse(vec_hits, ctx_hits, txt_hits, calibrate=self.calibration, opts=self.search, now=now,
                     project=proj, top_k=top_k, explain=explain)

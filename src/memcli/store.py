@@ -134,6 +134,8 @@ class MemoryStore:
         self._fts_ready = False
         self._vec_indexed: set[str] = set()
         self._vec_index_checked = -1e9
+        self._has_context = False
+        self._context_checked = -1e9
         try:
             import lancedb
 
@@ -212,7 +214,7 @@ class MemoryStore:
 
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
         res = self.table.merge_insert("id").when_not_matched_insert_all().execute(data)
-        self._after_write()
+        self._after_write(rows)
         return int(res.num_inserted_rows)
 
     def add(self, rows: list[dict[str, Any]]) -> int:
@@ -222,7 +224,7 @@ class MemoryStore:
         import pyarrow as pa
 
         self.table.add(pa.Table.from_pylist(rows, schema=self.table.schema))
-        self._after_write()
+        self._after_write(rows)
         return len(rows)
 
     def replace(self, rows: list[dict[str, Any]]) -> None:
@@ -465,10 +467,21 @@ class MemoryStore:
         self._vec_index_checked = -1e9
         return True
 
+    def has_context(self) -> bool:
+        """Whether any memory has thread context (re-checked at most every few seconds). Without any,
+        every context vector equals its own vector and searching them again would find the same list."""
+        now = time.monotonic()
+        if now - self._context_checked > 5.0:
+            self._has_context = self.table.count_rows("context IS NOT NULL") > 0
+            self._context_checked = now
+        return self._has_context
+
     def fragment_count(self) -> int:
         return int(self.table.stats()["fragment_stats"]["num_fragments"])
 
-    def _after_write(self) -> None:
+    def _after_write(self, rows: list[dict[str, Any]] | None = None) -> None:
+        if rows and any(r.get("context") for r in rows):
+            self._has_context = True
         self._writes_since_check += 1
         if self.auto_compact_fragments and self._writes_since_check >= max(4, self.auto_compact_fragments // 4):
             self._writes_since_check = 0
