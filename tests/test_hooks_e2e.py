@@ -507,3 +507,22 @@ def test_stop_survives_the_signal_claude_code_sends_on_exit(seeded: tuple[Served
     assert p.wait(30) == 0
     (mem,) = wait_for(lambda: turns(srv.home))
     assert "outbound-mail" in mem.content
+
+
+def test_hooks_send_the_servers_token(home: Path, tmp_path: Path) -> None:
+    """A server with a bearer token (team use): the hook reads it from the config; a wrong one is refused
+    quietly."""
+    svc = MemoryService.open(load_config(home))
+    svc.remember("The billing service uses PostgreSQL 16 for JSONB support")
+    svc.close()
+    (home / "config.toml").write_text('[server]\ntoken = "s3cret-team-token"\n')
+    srv = serve(home)
+    try:
+        p = payload("UserPromptSubmit", "tok", project_dir(tmp_path, "alpha"),
+                    prompt="which database does the billing service use?")
+        assert "PostgreSQL 16" in run_hook("UserPromptSubmit", p, srv.env).context
+        wrong = run_hook("UserPromptSubmit", {**p, "session_id": "tok2"}, {**srv.env, "MEMCLI_TOKEN": "nope"})
+        assert wrong.rc == 0 and wrong.out == "" and wrong.err == ""
+        assert "HTTP 401" in (home / "logs" / "hooks.log").read_text()
+    finally:
+        srv.stop()
