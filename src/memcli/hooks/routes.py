@@ -30,10 +30,10 @@ MAX_BODY = 16 * 1024 * 1024
 
 def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
                 warm: bool = True) -> list[BaseRoute]:
-    """The hook endpoints. Starts a background thread that warms the service and drains the Stop queue."""
+    """The hook endpoints. When turns are queued (the server was down), a background thread stores them."""
     runtime = HookRuntime(get_service, config)
-    if warm:
-        threading.Thread(target=runtime.warm_up, name="memcli-hooks-warmup", daemon=True).start()
+    if warm and runtime.spool.pending():
+        threading.Thread(target=runtime.warm_up, name="memcli-hooks-spool", daemon=True).start()
 
     async def hook(request: Request) -> Response:
         event = request.path_params["event"]

@@ -40,6 +40,7 @@ class HookRuntime:
         self.state = HookState(self.home)
         self.spool = Spool(self.home)
         self.last: dict[str, Any] = {}  # what the last call did (tests, `memcli hook`)
+        self._recall_warmed = False
 
     def log(self, message: str) -> None:
         log(self.home, message, "server")
@@ -82,6 +83,7 @@ class HookRuntime:
         # a new, cleared or compacted context no longer holds what was injected before; a resumed one does
         self.state.add_injected(session, ids, reset=payload.get("source") != "resume")
         self.last.update(project=project, injected=ids)
+        self.warm_recall_once()
         return output("SessionStart", text)
 
     def user_prompt(self, payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -155,13 +157,23 @@ class HookRuntime:
             self.log(f"spool drain failed: {type(exc).__name__}: {exc}")
 
     def warm_up(self) -> None:
-        """Open the store, load the embedder and the indexes, then drain the queue (a background thread)."""
+        """At server start (a background thread): store the turns queued while the server was down."""
         try:
-            svc = self.get_service()
-            try:
-                svc.recall("warm up the memcli hooks", top_k=1)
-            except Exception:  # noqa: BLE001 - an empty store has nothing to warm
-                pass
-            self.drain()
+            if self.spool.pending():
+                self.drain()
         except Exception as exc:  # noqa: BLE001
             self.log(f"warm-up failed: {type(exc).__name__}: {exc}")
+
+    def warm_recall_once(self) -> None:
+        """After the first SessionStart, run one recall in the background so that the session's first prompt
+        does not pay for opening the indexes."""
+        if self._recall_warmed:
+            return
+        self._recall_warmed = True
+
+        def run() -> None:
+            try:
+                self.get_service().recall("warm up the memcli hooks", top_k=1)
+            except Exception:  # noqa: BLE001 - an empty store has nothing to warm
+                pass
+        threading.Thread(target=run, name="memcli-hooks-warm-recall", daemon=True).start()
