@@ -244,3 +244,18 @@ def test_context_survives_export_import(service: MemoryService, tmp_path: Path) 
         assert got["second turn"].context_vector == recs[1]["context_vector"]
     finally:
         other.close()
+
+
+def test_an_older_store_schema_asks_for_reindex_which_migrates_it(home: Path) -> None:
+    svc = MemoryService.open(load_config(home))
+    mid = svc.remember("written under the old schema").memory_id
+    svc.store.write_meta({"schema_version": "1"})
+    svc.close()
+    with pytest.raises(EmbedderMismatchError, match="memcli reindex"):
+        MemoryService.open(load_config(home))
+    svc = MemoryService.open(load_config(home), allow_mismatch=True)
+    svc.reindex()
+    svc.close()
+    svc = MemoryService.open(load_config(home))
+    assert svc.get(mid).content == "written under the old schema"
+    svc.close()

@@ -247,14 +247,17 @@ class MemoryService:
             qvec = self.embedder.embed_query(query)
             # The two vector searches run one after the other: in parallel they contend for the same cores
             # and were slower here (2 cores). Plain dense ("vector" mode) searches the own vectors only.
-            vec_hits = self.store.vector_search(qvec, where, n, light=True)
+            # the own-vector list comes with whole rows: most winners are in it (no second fetch)
+            vec_hits = self.store.vector_search(qvec, where, n)
             if mode == "hybrid":
                 ctx_hits = (self.store.vector_search(qvec, where, n, "context_vector", light=True)
                             if self.store.has_context() else vec_hits)
         txt_hits = txt_future.result() if txt_future is not None else []
         hits = fuse(vec_hits, ctx_hits, txt_hits, calibrate=self.calibration, opts=self.search, now=now,
                     project=proj, top_k=top_k, explain=explain)
-        full = {m.id: m for m in self.store.get_many([h.memory.id for h in hits])}
+        full = {m.id: m for m, _ in vec_hits}
+        missing = [h.memory.id for h in hits if h.memory.id not in full]
+        full.update((m.id, m) for m in self.store.get_many(missing))
         hits = [h for h in hits if h.memory.id in full]  # (one deleted meanwhile is left out)
         for h in hits:  # candidates were ranked on a few columns; give the winners their whole row
             h.memory = full[h.memory.id]
