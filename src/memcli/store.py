@@ -493,6 +493,11 @@ class MemoryStore:
     def _after_write(self, rows: list[dict[str, Any]] | None = None) -> None:
         if rows and any(r.get("context") for r in rows):
             self._has_context = True
+        if not self._fts_ready:  # the first write creates the keyword index (later rows join it on compaction)
+            try:
+                self.ensure_fts_index()
+            except (OSError, RuntimeError, ValueError) as exc:
+                log.warning("creating the full-text index failed: %s", exc)
         self._writes_since_check += 1
         if self.auto_compact_fragments and self._writes_since_check >= max(4, self.auto_compact_fragments // 4):
             self._writes_since_check = 0
@@ -532,16 +537,16 @@ class MemoryStore:
             self.ensure_fts_index()
             self.ensure_scalar_indexes()
             self.ensure_vector_index()
-            self._retry(lambda: self.table.to_lance().optimize.compact_files(target_rows_per_fragment=1 << 20),
-                        retries)
-            # Fold new rows into the keyword and scalar indexes, merging their deltas into one segment.
-            # Vector indexes get no deltas: lance does not merge fragments covered by different delta
-            # segments (every compaction left one more fragment behind), and merging HNSW deltas costs
-            # about as much as a rebuild. New rows are searched exactly until the next rebuild.
+            # Fold new rows into the keyword and scalar indexes first, merging their deltas into one
+            # segment: lance merges only fragments that the same index segments cover. Vector indexes get
+            # no deltas (merging HNSW deltas costs about a rebuild, and with deltas every compaction left
+            # one more fragment behind); their new rows are searched exactly until the next rebuild.
             names = [ix.name for ix in self.table.list_indices() if not ix.index_type.upper().startswith("IVF")]
             if names:
                 self._retry(lambda: self.table.to_lance().optimize.optimize_indices(
                     index_names=names, num_indices_to_merge=1000), retries)
+            self._retry(lambda: self.table.to_lance().optimize.compact_files(target_rows_per_fragment=1 << 20),
+                        retries)
             self.rebuild_vector_indexes_if_stale()
             try:
                 self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5))
