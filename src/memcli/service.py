@@ -44,7 +44,6 @@ class NewMemory:
     project: str | None = None
     created_at: int | None = None
     thread: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class MemoryService:

@@ -236,14 +236,6 @@ class MemoryStore:
         self._after_write(rows)
         return len(rows)
 
-    def replace(self, rows: list[dict[str, Any]]) -> None:
-        """Write whole rows by id (insert or overwrite)."""
-        import pyarrow as pa
-
-        data = pa.Table.from_pylist(rows, schema=self.table.schema)
-        self.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-        self._after_write()
-
     def update(self, memory_id: str, values: dict[str, Any], *, expected_version: int | None = None) -> int:
         """Rewrite one row with ``values`` applied, only if its version is still ``expected_version``
         (optimistic concurrency, checked inside the commit). Returns rows changed (0 or 1)."""
@@ -273,11 +265,6 @@ class MemoryStore:
         if not ids:
             return 0
         res = self.table.delete("id IN (" + ", ".join(quote(i) for i in ids) + ")")
-        self._after_write()
-        return int(res.num_deleted_rows)
-
-    def delete_where(self, where: str) -> int:
-        res = self.table.delete(where)
         self._after_write()
         return int(res.num_deleted_rows)
 
