@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -94,17 +94,6 @@ class Config:
     @property
     def log_dir(self) -> Path:
         return self.home / "logs"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["home"] = str(self.home)
-        if d["embedder"].get("api_key"):
-            d["embedder"]["api_key"] = "***"
-        if d["hooks"].get("llm_api_key"):
-            d["hooks"]["llm_api_key"] = "***"
-        if d["server"].get("token"):
-            d["server"]["token"] = "***"
-        return d
 
 
 _ENV_MAP = {

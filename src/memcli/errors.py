@@ -14,9 +14,6 @@ class MemcliError(Exception):
         super().__init__(message)
         self.message = message
 
-    def to_dict(self) -> dict[str, object]:
-        return {"ok": False, "error": self.message, "code": self.code}
-
 
 class ValidationError(MemcliError):
     """Input that can never be valid (empty text, importance out of range...)."""

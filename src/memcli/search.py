@@ -37,10 +37,8 @@ class SearchOptions:
 def build_where(
     *,
     namespace: str | None = None,
-    namespaces: Sequence[str] | None = None,
     scopes: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
-    any_tags: bool = False,
     since: int | None = None,
     until: int | None = None,
     project: str | None = None,
@@ -52,13 +50,11 @@ def build_where(
     parts: list[str] = []
     if namespace is not None:
         parts.append(f"namespace = {quote(namespace)}")
-    if namespaces:
-        parts.append("namespace IN (" + ", ".join(quote(n) for n in namespaces) + ")")
     if scopes:
         parts.append("scope IN (" + ", ".join(quote(s) for s in scopes) + ")")
     if tags:
         conds = [f"array_has(tags, {quote(t)})" for t in tags]
-        parts.append("(" + (" OR " if any_tags else " AND ").join(conds) + ")")
+        parts.append("(" + " AND ".join(conds) + ")")
     if since is not None:
         parts.append(f"created_at >= {int(since)}")
     if until is not None:
@@ -105,6 +101,7 @@ def fuse(
     for h, _ in active.values():
         for m, _v in h:
             memories.setdefault(m.id, m)
+    top = 1.0 + opts.recency_weight + opts.importance_weight + opts.project_weight  # the best possible total
     out: list[RecallHit] = []
     for mid, mem in memories.items():
         parts = {k: w / total_w * norms[k].get(mid, 0.0) for k, (_, w) in active.items()}
@@ -115,7 +112,6 @@ def fuse(
         b_rec = opts.recency_weight * recency
         b_imp = opts.importance_weight * (mem.importance - 0.5) * 2
         b_proj = opts.project_weight if project and mem.project == project else 0.0
-        top = 1.0 + opts.recency_weight + opts.importance_weight + opts.project_weight
         score = max(0.0, min(1.0, (base + b_rec + b_imp + b_proj) / top))
         cos = raw.get("vector", {}).get(mid)
         info = None

@@ -38,10 +38,6 @@ class Calibration:
     def __call__(self, cosine: float) -> float:
         return float(np.interp(cosine, self._x, self._y, left=0.0, right=1.0))
 
-    def inverse(self, similarity: float) -> float:
-        """The raw cosine for a calibrated similarity."""
-        return float(np.interp(similarity, self._y, self._x))
-
 
 class Embedder(ABC):
     """Turns text into L2-normalised float32 vectors. Subclasses implement ``_embed``."""
