@@ -11,7 +11,7 @@ principled (exponential decay with a half-life; importance centred on the defaul
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,61 +68,82 @@ def build_where(
     return " AND ".join(parts) if parts else None
 
 
-def _minmax(hits: list[tuple[Memory, float]]) -> dict[str, float]:
+Key = Hashable  # a candidate's handle: its row id in one snapshot of the store
+
+
+@dataclass
+class Relevance:
+    """A candidate's weight from the lists alone (before boosts), and where it came from."""
+
+    base: float
+    parts: dict[str, float]
+    raw: dict[str, float]
+
+
+def _minmax(hits: list[tuple[Key, float]]) -> dict[Key, float]:
     """Scores of one list scaled to 0..1 over the list (a lone or tied list scales to 1)."""
     if not hits:
         return {}
     vals = [v for _, v in hits]
     lo, hi = min(vals), max(vals)
     span = hi - lo
-    return {m.id: ((v - lo) / span if span > 1e-12 else 1.0) for m, v in hits}
+    return {k: ((v - lo) / span if span > 1e-12 else 1.0) for k, v in hits}
 
 
-def fuse(
-    vector_hits: list[tuple[Memory, float]],
-    context_hits: list[tuple[Memory, float]],
-    text_hits: list[tuple[Memory, float]],
-    *,
-    calibrate: Any,
-    opts: SearchOptions,
-    now: int,
-    project: str | None,
-    top_k: int,
-    explain: bool,
-) -> list[RecallHit]:
-    """Convex min-max fusion of the three lists, plus boosts; ``score`` in 0..1."""
+def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key, float]],
+              text_hits: list[tuple[Key, float]], opts: SearchOptions) -> dict[Key, Relevance]:
+    """Convex min-max fusion of the three lists ((key, score) pairs, best first)."""
     lists = {"text": (text_hits, opts.text_weight), "vector": (vector_hits, opts.vector_weight),
              "context": (context_hits, opts.context_weight)}
-    active = {k: (h, w) for k, (h, w) in lists.items() if h and w > 0}
+    active = {name: (h, w) for name, (h, w) in lists.items() if h and w > 0}
     total_w = sum(w for _, w in active.values()) or 1.0
-    norms = {k: _minmax(h) for k, (h, _) in active.items()}
-    raw: dict[str, dict[str, float]] = {k: {m.id: v for m, v in h} for k, (h, _) in active.items()}
-    memories: dict[str, Memory] = {}
+    norms = {name: _minmax(h) for name, (h, _) in active.items()}
+    raw = {name: dict(h) for name, (h, _) in active.items()}
+    out: dict[Key, Relevance] = {}
     for h, _ in active.values():
-        for m, _v in h:
-            memories.setdefault(m.id, m)
+        for key, _v in h:
+            if key not in out:
+                parts = {name: w / total_w * norms[name].get(key, 0.0) for name, (_, w) in active.items()}
+                out[key] = Relevance(sum(parts.values()), parts,
+                                     {name: r[key] for name, r in raw.items() if key in r})
+    return out
+
+
+def shortlist(rel: dict[Key, Relevance], top_k: int, opts: SearchOptions) -> list[Key]:
+    """The candidates that can still reach the top-k once boosts are added (exactly: boosts are bounded),
+    best first. Only these need their whole row."""
+    order = sorted(rel, key=lambda k: -rel[k].base)
+    if len(order) <= top_k:
+        return order
+    span = opts.recency_weight + 2 * opts.importance_weight + opts.project_weight
+    cut = rel[order[top_k - 1]].base - span - 1e-9
+    return [k for k in order if rel[k].base >= cut]
+
+
+def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: Any, opts: SearchOptions,
+         now: int, project: str | None, top_k: int, explain: bool) -> list[RecallHit]:
+    """Relevance plus boosts for the candidates in ``memories``; ``score`` in 0..1, best first."""
     top = 1.0 + opts.recency_weight + opts.importance_weight + opts.project_weight  # the best possible total
     out: list[RecallHit] = []
-    for mid, mem in memories.items():
-        parts = {k: w / total_w * norms[k].get(mid, 0.0) for k, (_, w) in active.items()}
-        base = sum(parts.values())
+    for key, mem in memories.items():
+        r = rel[key]
         age_days = max(0.0, (now - mem.created_at) / 86_400_000)
         recency = (math.exp(-math.log(2) * age_days / opts.recency_half_life_days)
                    if opts.recency_half_life_days > 0 else 0.0)
         b_rec = opts.recency_weight * recency
         b_imp = opts.importance_weight * (mem.importance - 0.5) * 2
         b_proj = opts.project_weight if project and mem.project == project else 0.0
-        score = max(0.0, min(1.0, (base + b_rec + b_imp + b_proj) / top))
-        cos = raw.get("vector", {}).get(mid)
+        score = max(0.0, min(1.0, (r.base + b_rec + b_imp + b_proj) / top))
+        cos = r.raw.get("vector")
         info = None
         if explain:
             info = {
                 "cosine": _r(cos), "similarity": _r(calibrate(cos)) if cos is not None else None,
-                "context_cosine": _r(raw.get("context", {}).get(mid)), "bm25": _r(raw.get("text", {}).get(mid)),
-                **{f"{k}_part": _r(v / top) for k, v in parts.items()},
+                "context_cosine": _r(r.raw.get("context")), "bm25": _r(r.raw.get("text")),
+                **{f"{k}_part": _r(v / top) for k, v in r.parts.items()},
                 "recency": _r(b_rec / top), "importance": _r(b_imp / top), "project": _r(b_proj / top),
             }
-        out.append(RecallHit(memory=mem, score=score, explain=info, keyword=mid in raw.get("text", {}),
+        out.append(RecallHit(memory=mem, score=score, explain=info, keyword="text" in r.raw,
                              similarity=calibrate(cos) if cos is not None else 0.0))
     out.sort(key=lambda h: (-h.score, -h.memory.created_at))
     return out[:top_k]

@@ -6,9 +6,8 @@ It owns behaviour (validation, de-duplication, upserts, versions, hybrid recall)
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
@@ -17,7 +16,7 @@ from memcli.models import (
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
     validate_namespace, validate_tags, validate_thread,
 )
-from memcli.search import SearchOptions, build_where, fuse
+from memcli.search import SearchOptions, build_where, rank, relevance, shortlist
 from memcli.store import memory_to_row, quote
 
 if TYPE_CHECKING:
@@ -230,36 +229,48 @@ class MemoryService:
         scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
         now = now_ms()
         proj = project if project is not None else self.project
+        # Without memories about to expire, the expiry filter (no index; ~3 ms at 100k rows) is left out of
+        # the searches and the rare expired hit is dropped here instead.
+        post_expiry = not include_expired and not self.store.expiry_due(now)
         where = build_where(namespace=self._ns(namespace), scopes=scopes, tags=validate_tags(tags), since=since,
-                            until=until, project=proj if project_only else None, include_expired=include_expired,
-                            now=now)
+                            until=until, project=proj if project_only else None,
+                            include_expired=include_expired or post_expiry, now=now)
         mode = mode or self.search.mode
         if mode not in ("hybrid", "vector", "text"):
             raise ValidationError("mode must be hybrid, vector or text")
         n = max(self.search.candidates, top_k * 2)
-        # The keyword search needs no vector: run it while the query is embedded and the vectors searched.
-        txt_future = (_pool().submit(self.store.text_search, query, where, n, light=True)
-                      if mode != "vector" else None)
-        vec_hits: list[Any] = []
-        ctx_hits: list[Any] = []
-        if mode != "text":
-            qvec = self.embedder.embed_query(query)
-            # The two vector searches run one after the other: in parallel they contend for the same cores
-            # and were slower here (2 cores). Plain dense ("vector" mode) searches the own vectors only.
-            # the own-vector list comes with whole rows: most winners are in it (no second fetch)
-            vec_hits = self.store.vector_search(qvec, where, n)
-            if mode == "hybrid":
-                ctx_hits = (self.store.vector_search(qvec, where, n, "context_vector", light=True)
-                            if self.store.has_context() else vec_hits)
-        txt_hits = txt_future.result() if txt_future is not None else []
-        hits = fuse(vec_hits, ctx_hits, txt_hits, calibrate=self.calibration, opts=self.search, now=now,
+        qvec = self.embedder.embed_query(query) if mode != "text" else None
+        # plain dense ("vector" mode) searches the own vectors only; without any thread context every context
+        # vector equals its own vector and a second search would find the same list
+        context = mode == "hybrid" and self.store.has_context()
+        cands = self.store.search(text=query if mode != "vector" else None, vector=qvec, where=where, k=n,
+                                  context=context)
+        ctx_hits = cands.context if context else cands.vector if mode == "hybrid" else []
+        rel = relevance(cands.vector, ctx_hits, cands.text, self.search)
+        # Only the candidates that can still win once boosts are added are read, and of most only what the
+        # boosts need (a few small columns); the likeliest winners are read whole at the same time.
+        rows: dict[int, Memory] = {}
+        full: dict[int, Memory] = {}
+        while True:
+            keys = shortlist(rel, top_k, self.search)
+            likely = [k for k in keys[:top_k] if k not in full]
+            rest = [k for k in keys[top_k:] if k not in rows]
+            got, got_full = self.store.fetch_both(cands, rest, likely)
+            full.update(got_full)
+            rows.update(got)
+            rows.update(got_full)
+            gone = [k for k in keys if k not in rows
+                    or (post_expiry and rows[k].expires_at is not None and rows[k].expires_at <= now)]
+            if not gone:
+                break
+            for k in gone:  # expired since the expiry check: the next candidate takes its place
+                rel.pop(k)
+        hits = rank(rel, {k: rows[k] for k in keys}, calibrate=self.calibration, opts=self.search, now=now,
                     project=proj, top_k=top_k, explain=explain)
-        full = {m.id: m for m, _ in vec_hits}
-        missing = [h.memory.id for h in hits if h.memory.id not in full]
-        full.update((m.id, m) for m in self.store.get_many(missing))
-        hits = [h for h in hits if h.memory.id in full]  # (one deleted meanwhile is left out)
-        for h in hits:  # candidates were ranked on a few columns; give the winners their whole row
-            h.memory = full[h.memory.id]
+        key_of = {rows[k].id: k for k in keys}
+        full.update(self.store.fetch(cands, [key_of[h.memory.id] for h in hits if key_of[h.memory.id] not in full]))
+        for h in hits:
+            h.memory = full[key_of[h.memory.id]]
         return [h for h in hits if h.score >= min_score]
 
     def check_duplicate(self, content: str, *, namespace: str | None = None,
@@ -460,16 +471,6 @@ class MemoryService:
                 first[k] = r["id"]
         n_dup = self.store.delete(dups)
         return {"expired_archived": n_exp, "duplicates_merged": n_dup}
-
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memcli-search")
-    return _POOL
 
 
 def _record_to_memory(r: dict[str, Any]) -> Memory:
