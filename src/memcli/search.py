@@ -109,13 +109,20 @@ def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key
     return out
 
 
-def shortlist(rel: dict[Key, Relevance], top_k: int, opts: SearchOptions) -> list[Key]:
-    """The candidates that can still reach the top-k once boosts are added (exactly: boosts are bounded),
-    best first. Only these need their whole row."""
+def boost_span(opts: SearchOptions, *, importance_varies: bool = True, project_boost: bool = True) -> float:
+    """How much the boosts can reorder two candidates: the widest gap between any two candidates' boosts.
+    Without memories of other importance than the default, or of the query's project, those boosts are
+    the same for all and drop out."""
+    return (opts.recency_weight + (2 * opts.importance_weight if importance_varies else 0.0)
+            + (opts.project_weight if project_boost else 0.0))
+
+
+def shortlist(rel: dict[Key, Relevance], top_k: int, span: float) -> list[Key]:
+    """The candidates that can still reach the top-k once boosts (which differ by at most ``span``) are
+    added, best first. Only these need their whole row."""
     order = sorted(rel, key=lambda k: -rel[k].base)
     if len(order) <= top_k:
         return order
-    span = opts.recency_weight + 2 * opts.importance_weight + opts.project_weight
     cut = rel[order[top_k - 1]].base - span - 1e-9
     return [k for k in order if rel[k].base >= cut]
 

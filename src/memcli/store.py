@@ -174,6 +174,11 @@ class MemoryStore:
         self._context_checked = -1e9
         self._expiry_due = False
         self._expiry_checked = -1e9
+        self._sole_ns: str | None = None
+        self._sole_ns_checked = -1e9
+        self._importance_varies = True
+        self._importance_checked = -1e9
+        self._projects: dict[str, tuple[float, bool]] = {}  # project → (checked at, has memories)
         try:
             import lancedb
 
@@ -434,18 +439,10 @@ class MemoryStore:
             raise
         return [(int(r["_rowid"]), float(r["_score"])) for r in rows]
 
-    def fetch_both(self, candidates: Candidates, light: Sequence[int],
-                   whole: Sequence[int]) -> tuple[dict[int, Memory], dict[int, Memory]]:
-        """:meth:`fetch` of some rows light and others whole, the two reads in parallel."""
-        fut = _pool().submit(self.fetch, candidates, light, light=True) if light else None
-        got_whole = self.fetch(candidates, whole)
-        return (fut.result() if fut is not None else {}), got_whole
-
-    def fetch(self, candidates: Candidates, rowids: Sequence[int], *, light: bool = False) -> dict[int, Memory]:
-        """Some candidates' rows (by row id), from the snapshot they were found on; ``light``: only
-        RANK_COLUMNS."""
+    def fetch(self, candidates: Candidates, rowids: Sequence[int]) -> dict[int, Memory]:
+        """Some candidates' whole rows (by row id), from the snapshot they were found on."""
         try:
-            rows = self.reader.take(candidates.snapshot, list(rowids), RANK_COLUMNS if light else COLUMNS)
+            rows = self.reader.take(candidates.snapshot, list(rowids), COLUMNS)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}") from exc
         return {rid: _row_to_memory(r) for rid, r in rows}
@@ -545,6 +542,39 @@ class MemoryStore:
             self._context_checked = now
         return self._has_context
 
+    def sole_namespace(self) -> str | None:
+        """The namespace of every memory, if they all share one (re-checked at most every 5 s). Searches
+        of it need no namespace filter (~0.7 ms per search at 100k rows); the caller still checks the rows
+        it keeps, for one another process may have just written elsewhere."""
+        mono = time.monotonic()
+        if mono - self._sole_ns_checked > 5.0:
+            first = self._rows(None, ["namespace"], 1)
+            ns = first[0]["namespace"] if first else None
+            self._sole_ns = ns if ns is not None and self.count(f"namespace != {quote(ns)}") == 0 else None
+            self._sole_ns_checked = mono
+        return self._sole_ns
+
+    def importance_varies(self) -> bool:
+        """Whether any memory has another importance than the default 0.5 (re-checked at most every 5 s;
+        at once after this process writes). Used only to bound ranking boosts."""
+        mono = time.monotonic()
+        if mono - self._importance_checked > 5.0:
+            self._importance_varies = self.count("importance IS NULL OR importance != 0.5") > 0
+            self._importance_checked = mono
+        return self._importance_varies
+
+    def has_project(self, project: str) -> bool:
+        """Whether any memory belongs to ``project`` (re-checked at most every 5 s; at once after this
+        process writes). Used only to bound ranking boosts."""
+        mono = time.monotonic()
+        checked, has = self._projects.get(project, (-1e9, True))
+        if mono - checked > 5.0:
+            has = self.count(f"project = {quote(project)}") > 0
+            if len(self._projects) > 256:
+                self._projects.clear()
+            self._projects[project] = (mono, has)
+        return has
+
     def expiry_due(self, now: int) -> bool:
         """Whether any memory expires within a minute (re-checked at most every 5 s). When none does, a
         search can leave out the expiry filter (it costs ~3 ms at 100k rows, having no index) and drop the
@@ -563,6 +593,13 @@ class MemoryStore:
             self._has_context = True
         if rows and any(r.get("expires_at") is not None for r in rows):
             self._expiry_checked = -1e9
+        if rows and any(r.get("namespace") != self._sole_ns for r in rows):
+            self._sole_ns_checked = -1e9
+        # an update may change importance; a new memory may bring a project
+        if not rows or any(r.get("importance") != 0.5 for r in rows):
+            self._importance_checked = -1e9
+        if not rows or any(r.get("project") for r in rows):
+            self._projects.clear()
         if not self._fts_ready:  # the first write creates the keyword index (later rows join it on compaction)
             try:
                 self.ensure_fts_index()
@@ -663,7 +700,9 @@ class MemoryStore:
         self.table = self.db.open_table(name)
         self.reader = Reader(self.table.to_lance())
         self._fts_ready = False
-        self._vec_index_checked = self._context_checked = self._expiry_checked = -1e9
+        self._vec_index_checked = self._context_checked = self._expiry_checked = self._sole_ns_checked = -1e9
+        self._importance_checked = -1e9
+        self._projects.clear()
         if old != name:
             try:
                 self.db.drop_table(old)
