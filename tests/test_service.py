@@ -118,6 +118,17 @@ def test_forget_by_prefix_unknown_and_ambiguous(service: MemoryService) -> None:
         service.get(ids[0])
 
 
+def test_ids_resolve_by_prefix_or_suffix_with_or_without_dashes(service: MemoryService) -> None:
+    mid = service.remember("the one memory to find by a piece of its id").memory_id
+    service.remember("another memory, so that a piece must be unique")
+    compact = mid.replace("-", "")
+    for ref in (mid, compact, mid[:13], compact[:12], compact[-8:], compact[-14:], mid[-14:], mid[:20].upper()):
+        assert service.get(ref).id == mid, ref
+    for ref in (compact[:-1] + "x", "0" * 33, compact[4:20]):  # not hex, too long, a middle piece
+        with pytest.raises((NotFoundError, ValidationError)):
+            service.get(ref)
+
+
 def test_recall_keyword_only_hit_can_win(service: MemoryService) -> None:
     for i in range(30):
         service.remember(f"routine note {i} about deployments and the search service")

@@ -76,6 +76,11 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
+def _dashed(compact: str, start: int) -> str:
+    """Hex digits that sit at ``start`` of a 32-digit id, with the id's dashes put back (8-4-4-4-12)."""
+    return "".join(("-" if start + i in (8, 12, 16, 20) and i else "") + ch for i, ch in enumerate(compact))
+
+
 def quote(value: str) -> str:
     """A SQL string literal: user values are data, never query syntax."""
     if not isinstance(value, str):
@@ -344,15 +349,18 @@ class MemoryStore:
                 raise NotFoundError(f"no memory with id {ref}")
             return raw
         compact = raw.replace("-", "")
-        # Ids are shown short (their last 8 hex digits) and full: accept a prefix or a suffix of either.
-        ids = [r["id"] for r in self._rows(None, ["id"])]
-        hits = [i for i in ids if i.startswith(raw) or i.replace("-", "").startswith(compact)
-                or i.replace("-", "").endswith(compact)]
+        if len(compact) > 32:
+            raise NotFoundError(f"no memory with id {ref}")
+        # Ids are shown short (their last 8 hex digits) and full: accept a prefix or a suffix of either, with
+        # or without dashes (only hex digits and dashes get here, so the patterns hold no wildcard).
+        where = (f"id LIKE '{_dashed(compact, 0)}%' OR id LIKE '%{_dashed(compact, 32 - len(compact))}'")
+        hits = sorted({r["id"] for r in self._rows(where, ["id"], 6)})
         if not hits:
             raise NotFoundError(f"no memory with id {ref}")
         if len(hits) > 1:
             raise AmbiguousIdError(
-                f"id {ref!r} matches {len(hits)} memories ({', '.join(h[:13] for h in hits[:5])}…): give more characters"
+                f"id {ref!r} matches {len(hits) if len(hits) < 6 else 'at least 6'} memories "
+                f"({', '.join(h[:13] for h in hits[:5])}…): give more characters"
             )
         return hits[0]
 
