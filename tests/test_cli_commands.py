@@ -258,6 +258,17 @@ def test_update_reembeds_only_on_content_change_and_bumps_version(home: Path) ->
     s.close()
 
 
+def test_update_sets_and_clears_a_ttl(home: Path) -> None:
+    mid = remember("a reminder that should not last")
+    run("update", mid, "--ttl", "2h", "--json")
+    left = svc(home).get(mid).expires_at - time.time() * 1000
+    assert 7_100_000 < left <= 7_200_000
+    run("update", mid, "--ttl", "never", "--json")
+    assert svc(home).get(mid).expires_at is None
+    run("update", mid, "--ttl", "forever", "--json", code=1)  # not a duration: refused, nothing changed
+    assert svc(home).get(mid).version == 3
+
+
 def test_update_expected_version(home: Path) -> None:
     mid = remember("optimistic concurrency")
     ok = run("update", mid, "--importance", "0.7", "--expected-version", "1", "--json")

@@ -329,7 +329,8 @@ class MemoryService:
         if metadata is not None:
             values["metadata"] = validate_metadata(metadata)
         if ttl is not None:
-            values["expires_at"] = now_ms() + parse_duration_ms(ttl)
+            keep = isinstance(ttl, str) and ttl.strip().lower() in ("never", "none")
+            values["expires_at"] = None if keep else now_ms() + parse_duration_ms(ttl)
         if not values:
             return mem
         values.update(updated_at=now_ms(), version=mem.version + 1)

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         scope: Optional[str] = typer.Option(None, "--scope", help="'global' or 'agent:NAME'."),
         agent: Optional[str] = typer.Option(None, "--agent", help="Move to this agent's scope (agent:NAME)."),
         metadata: Optional[str] = typer.Option(None, "--metadata", help="A JSON object, replacing the old metadata."),
-        ttl: Optional[str] = typer.Option(None, "--ttl", help="Expire after this long from now: 30m, 12h, 7d."),
+        ttl: Optional[str] = typer.Option(None, "--ttl", help="Expire after this long from now: 30m, 12h, 7d; 'never' keeps it for good."),
         expected_version: Optional[int] = typer.Option(None, "--expected-version",
                                                        help="Refuse the change unless the memory is still at this version."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
