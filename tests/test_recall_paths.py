@@ -81,3 +81,15 @@ def test_recall_through_the_ann_index_filters_before_top_k(service: MemoryServic
     assert [h.memory.id for h in service.recall("the pager", top_k=3, namespace="elsewhere")] == [other]
     vec_only = service.recall("routine operations log entry about the pager", top_k=3, mode="vector")
     assert vec_only[0].memory.id == rare
+
+
+def test_context_vectors_get_an_index_once_some_memory_has_context(service: MemoryService) -> None:
+    service.remember_many([NewMemory(content=f"plain standalone note {i}") for i in range(300)])
+    assert service.store.ensure_vector_index(force=True)
+    assert service.store.vector_nprobes("vector") == 1
+    assert service.store.vector_nprobes("context_vector") is None  # never searched without context
+    service.remember("which port does the billing service listen on", thread="chat-1")
+    answer = service.remember("8443, behind the internal load balancer", thread="chat-1").memory_id
+    assert service.store.ensure_vector_index(force=True)
+    assert service.store.vector_nprobes("context_vector") == 1
+    assert answer in [h.memory.id for h in service.recall("billing service port", top_k=3)]

@@ -512,8 +512,11 @@ class MemoryStore:
     def ensure_vector_index(self, *, force: bool = False) -> bool:
         """An ANN index once the table is large enough for exact search to be slow."""
         n = self.table.count_rows()
-        self._vec_index_checked = -1e9
-        todo = [c for c in VECTOR_COLUMNS if not self.has_vector_index(c)]
+        self._vec_index_checked = self._context_checked = -1e9
+        # Without thread context every context vector equals its own vector and is never searched: no index
+        # for it (at 100k rows each HNSW build takes ~35 s here) until some memory has context.
+        columns = VECTOR_COLUMNS if self.has_context() else ["vector"]
+        todo = [c for c in columns if not self.has_vector_index(c)]
         if not todo or (n < VECTOR_INDEX_MIN_ROWS and not force) or n < 256:
             return False
         from lancedb.index import HnswSq
