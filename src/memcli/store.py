@@ -39,8 +39,6 @@ _ID_CHARS = set("0123456789abcdef-")
 COLUMNS = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata",
            "source", "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context"]
 VECTOR_COLUMNS = ["vector", "context_vector"]
-# what ranking needs of a candidate; full rows are fetched for the final top-k only
-RANK_COLUMNS = ["id", "created_at", "importance", "project", "expires_at"]
 # One HNSW graph up to ~300k rows: at 100k rows here one partition searched in 3.3 ms found 93% of the exact
 # top-10, twelve partitions (8 probed) 7 ms and 90%. Bigger tables get partitions so that builds stay parallel.
 ROWS_PER_PARTITION = 200_000
@@ -395,16 +393,22 @@ class MemoryStore:
         return self._rows(where, columns)
 
     # ---------------------------------------------------------------- search
-    def vector_search(self, vector: Sequence[float], where: str | None, k: int, column: str = "vector",
-                      *, light: bool = False) -> list[tuple[Memory, float]]:
-        """Nearest memories by cosine similarity, filtered before top-k. Returns (memory, cosine);
-        ``light`` memories carry only RANK_COLUMNS."""
+    def vector_search(self, vector: Sequence[float], where: str | None, k: int,
+                      column: str = "vector") -> list[tuple[Memory, float]]:
+        """Nearest memories by cosine similarity, filtered before top-k. Returns (memory, cosine)."""
         try:
-            rows = self.reader.vector(self.reader.snapshot(), vector, column, where, k,
-                                      RANK_COLUMNS if light else COLUMNS, self.vector_nprobes(column))
+            rows = self.reader.vector(self.reader.snapshot(), vector, column, where, k, COLUMNS,
+                                      self.vector_nprobes(column))
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
         return [(_row_to_memory(r), 1.0 - float(r["_distance"])) for r in rows]
+
+    def cosines(self, vector: Sequence[float], where: str | None, k: int) -> list[float]:
+        """The cosine similarities of the ``k`` nearest memories, best first (no row is read)."""
+        try:
+            return [c for _, c in self._vector_ids(self.reader.snapshot(), vector, "vector", where, k)]
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"vector search failed: {exc}") from exc
 
     def search(self, *, text: str | None, vector: Sequence[float] | None, where: str | None, k: int,
                context: bool = False) -> Candidates:

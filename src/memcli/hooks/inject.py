@@ -116,7 +116,7 @@ def baseline_cosine(service: "MemoryService", query: str, *, project: str | None
     """The median cosine of the prompt's nearest memories (None for a store too small to tell)."""
     where = build_where(namespace=service.namespace, project=project if project_only else None, now=now_ms())
     qvec = service.embedder.embed_query(query)  # cached: recall embedded the same query
-    cos = [c for _, c in service.store.vector_search(qvec, where, BASELINE_K)]
+    cos = service.store.cosines(qvec, where, BASELINE_K)
     return float(np.median(cos)) if len(cos) >= MIN_BASELINE else None
 
 
