@@ -14,7 +14,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memcli.errors import StoreError
+from memcli.errors import StoreError, ValidationError
+
+
+def quote(value: str) -> str:
+    """A SQL string literal: user values are data, never query syntax."""
+    if not isinstance(value, str):
+        raise ValidationError("filter values must be strings")
+    return "'" + value.replace("'", "''") + "'"
 
 
 class Reader:

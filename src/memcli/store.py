@@ -9,12 +9,9 @@ compact (``optimize``) once fragments pile up, one owner at a time, retrying on 
 from __future__ import annotations
 
 import json
-import logging
 import os
-import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -22,36 +19,20 @@ from typing import Any
 
 from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
 from memcli.models import MIN_PREFIX, Memory
-from memcli.reader import Reader
-from memcli.textnorm import STOP_WORDS, search_text
+from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance
+from memcli.reader import Reader, quote
+from memcli.textnorm import search_text
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
 
-log = logging.getLogger("memcli.store")
-
 SCHEMA_VERSION = 2
 META_TABLE = "memcli_meta"
 DEFAULT_TABLE = "memories"
-VECTOR_INDEX_MIN_ROWS = 10_000  # below this an exact scan is fast enough (~10 ms at 10k rows here)
 _ID_CHARS = set("0123456789abcdef-")
 
 COLUMNS = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata",
            "source", "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context"]
-VECTOR_COLUMNS = ["vector", "context_vector"]
-# One HNSW graph up to ~300k rows: at 100k rows here one partition searched in 3.3 ms found 93% of the exact
-# top-10, twelve partitions (8 probed) 7 ms and 90%. Bigger tables get partitions so that builds stay parallel.
-ROWS_PER_PARTITION = 200_000
-
-
-def vector_partitions(rows: int) -> int:
-    return max(1, round(rows / ROWS_PER_PARTITION))
-
-
-def vector_nprobes(rows: int) -> int:
-    """Partitions probed per search: all of few, then a growing share of many."""
-    p = vector_partitions(rows)
-    return min(p, 4 + p // 4)
 
 
 @dataclass
@@ -77,13 +58,6 @@ def _pool() -> ThreadPoolExecutor:
 def _dashed(compact: str, start: int) -> str:
     """Hex digits that sit at ``start`` of a 32-digit id, with the id's dashes put back (8-4-4-4-12)."""
     return "".join(("-" if start + i in (8, 12, 16, 20) and i else "") + ch for i, ch in enumerate(compact))
-
-
-def quote(value: str) -> str:
-    """A SQL string literal: user values are data, never query syntax."""
-    if not isinstance(value, str):
-        raise ValidationError("filter values must be strings")
-    return "'" + value.replace("'", "''") + "'"
 
 
 def memory_schema(dim: int) -> Any:
@@ -160,7 +134,7 @@ def memory_to_row(m: Memory, vector: Sequence[float], context_vector: Sequence[f
     }
 
 
-class MemoryStore:
+class MemoryStore(IndexMaintenance):
     """One LanceDB database holding the memories table and a small meta table."""
 
     def __init__(self, uri: str, identity: dict[str, Any], *, allow_mismatch: bool = False,
@@ -458,241 +432,6 @@ class MemoryStore:
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}") from exc
         return {rid: _row_to_memory(r) for rid, r in rows}
-
-    # ---------------------------------------------------------------- indexes and compaction
-    def _index_names(self) -> dict[str, Any]:
-        return {ix.name: ix for ix in self.table.list_indices()}
-
-    def has_vector_index(self, column: str = "vector") -> bool:
-        """Whether an ANN index exists (re-checked at most every few seconds: another process may add it)."""
-        return self.vector_nprobes(column) is not None
-
-    def vector_nprobes(self, column: str = "vector") -> int | None:
-        """Partitions to probe on ``column``'s ANN index (None: no index, the search is exact)."""
-        now = time.monotonic()
-        if now - self._vec_index_checked > 5.0:
-            self._vec_indexed = {ix.columns[0]: vector_nprobes(int(ix.num_indexed_rows or 0))
-                                 for ix in self._index_names().values() if ix.index_type.upper().startswith("IVF")}
-            self._vec_index_checked = now
-        return self._vec_indexed.get(column)
-
-    def ensure_fts_index(self) -> None:
-        """Create the ICU full-text index (finds 数据库 inside a Chinese sentence) once there is data."""
-        if self._fts_ready:
-            return
-        if "search_text_idx" in self._index_names():
-            self._fts_ready = True
-            return
-        if self.table.count_rows() == 0:
-            return
-        from lancedb.index import FTS
-
-        try:
-            self.table.create_index(
-                "search_text",
-                config=FTS(base_tokenizer="icu", language="English", stem=True, remove_stop_words=True,
-                           custom_stop_words=STOP_WORDS,
-                           lower_case=True, ascii_folding=True, with_position=False),
-                name="search_text_idx",
-            )
-        except (ValueError, RuntimeError, OSError) as exc:
-            if "already exists" not in str(exc).lower() and "conflict" not in str(exc).lower():
-                raise
-        self._fts_ready = True
-
-    def ensure_scalar_indexes(self) -> None:
-        """B-tree indexes for the exact lookups every write does (id, content hash, key)."""
-        if self.table.count_rows() < 1000:
-            return
-        have = {tuple(ix.columns) for ix in self.table.list_indices()}
-        for col in ("id", "content_hash", "key", "namespace"):
-            if (col,) not in have:
-                try:
-                    self.table.create_scalar_index(col, index_type="BITMAP" if col == "namespace" else "BTREE")
-                except (ValueError, RuntimeError, OSError) as exc:
-                    if "already exists" not in str(exc).lower():
-                        raise
-
-    def ensure_vector_index(self, *, force: bool = False) -> bool:
-        """An ANN index once the table is large enough for exact search to be slow."""
-        n = self.table.count_rows()
-        self._vec_index_checked = self._context_checked = -1e9
-        # Without thread context every context vector equals its own vector and is never searched: no index
-        # for it (at 100k rows each HNSW build takes ~35 s here) until some memory has context.
-        columns = VECTOR_COLUMNS if self.has_context() else ["vector"]
-        todo = [c for c in columns if not self.has_vector_index(c)]
-        if not todo or (n < VECTOR_INDEX_MIN_ROWS and not force) or n < 256:
-            return False
-        from lancedb.index import HnswSq
-
-        partitions = vector_partitions(n)
-        for col in todo:
-            self.table.create_index(col, config=HnswSq(distance_type="cosine", num_partitions=partitions),
-                                    name=f"{col}_idx")
-        self._vec_index_checked = -1e9
-        return True
-
-    def rebuild_vector_indexes_if_stale(self, min_unindexed: int = 5000, fraction: float = 0.1) -> bool:
-        """Rebuild the ANN indexes once many rows are outside them (they are searched exactly meanwhile)."""
-        stale = [ix for ix in self.table.list_indices() if ix.index_type.upper().startswith("IVF")
-                 and ix.num_unindexed_rows >= max(min_unindexed, fraction * ix.num_indexed_rows)]
-        if not stale:
-            return False
-        from lancedb.index import HnswSq
-
-        n = self.table.count_rows()
-        for ix in stale:
-            self.table.create_index(ix.columns[0], config=HnswSq(distance_type="cosine",
-                                                                 num_partitions=vector_partitions(n)),
-                                    name=ix.name, replace=True)
-        self._vec_index_checked = -1e9
-        return True
-
-    def has_context(self) -> bool:
-        """Whether any memory has thread context (re-checked at most every few seconds). Without any,
-        every context vector equals its own vector and searching them again would find the same list."""
-        now = time.monotonic()
-        if now - self._context_checked > 5.0:
-            self._has_context = self.count("context IS NOT NULL") > 0
-            self._context_checked = now
-        return self._has_context
-
-    def sole_namespace(self) -> str | None:
-        """The namespace of every memory, if they all share one (re-checked at most every 5 s). Searches
-        of it need no namespace filter (~0.7 ms per search at 100k rows); the caller still checks the rows
-        it keeps, for one another process may have just written elsewhere."""
-        mono = time.monotonic()
-        if mono - self._sole_ns_checked > 5.0:
-            first = self._rows(None, ["namespace"], 1)
-            ns = first[0]["namespace"] if first else None
-            self._sole_ns = ns if ns is not None and self.count(f"namespace != {quote(ns)}") == 0 else None
-            self._sole_ns_checked = mono
-        return self._sole_ns
-
-    def importance_varies(self) -> bool:
-        """Whether any memory has another importance than the default 0.5 (re-checked at most every 5 s;
-        at once after this process writes). Used only to bound ranking boosts."""
-        mono = time.monotonic()
-        if mono - self._importance_checked > 5.0:
-            self._importance_varies = self.count("importance IS NULL OR importance != 0.5") > 0
-            self._importance_checked = mono
-        return self._importance_varies
-
-    def has_project(self, project: str) -> bool:
-        """Whether any memory belongs to ``project`` (re-checked at most every 5 s; at once after this
-        process writes). Used only to bound ranking boosts."""
-        mono = time.monotonic()
-        checked, has = self._projects.get(project, (-1e9, True))
-        if mono - checked > 5.0:
-            has = self.count(f"project = {quote(project)}") > 0
-            if len(self._projects) > 256:
-                self._projects.clear()
-            self._projects[project] = (mono, has)
-        return has
-
-    def expiry_due(self, now: int) -> bool:
-        """Whether any memory expires within a minute (re-checked at most every 5 s). When none does, a
-        search can leave out the expiry filter (it costs ~3 ms at 100k rows, having no index) and drop the
-        rare hit that expired meanwhile (say one imported already expired by another process)."""
-        mono = time.monotonic()
-        if mono - self._expiry_checked > 5.0:
-            self._expiry_due = self.count(f"expires_at IS NOT NULL AND expires_at <= {int(now) + 60_000}") > 0
-            self._expiry_checked = mono
-        return self._expiry_due
-
-    def fragment_count(self) -> int:
-        return int(self.table.stats()["fragment_stats"]["num_fragments"])
-
-    def _after_write(self, rows: list[dict[str, Any]] | None = None) -> None:
-        if rows and any(r.get("context") for r in rows):
-            self._has_context = True
-        if rows and any(r.get("expires_at") is not None for r in rows):
-            self._expiry_checked = -1e9
-        if rows and any(r.get("namespace") != self._sole_ns for r in rows):
-            self._sole_ns_checked = -1e9
-        # an update may change importance; a new memory may bring a project
-        if not rows or any(r.get("importance") != 0.5 for r in rows):
-            self._importance_checked = -1e9
-        if not rows or any(r.get("project") for r in rows):
-            self._projects.clear()
-        if not self._fts_ready:  # the first write creates the keyword index (later rows join it on compaction)
-            try:
-                self.ensure_fts_index()
-            except (OSError, RuntimeError, ValueError) as exc:
-                log.warning("creating the full-text index failed: %s", exc)
-        self._writes_since_check += 1
-        if self.auto_compact_fragments and self._writes_since_check >= max(4, self.auto_compact_fragments // 4):
-            self._writes_since_check = 0
-            try:
-                if self.fragment_count() >= self.auto_compact_fragments:
-                    self.compact(blocking=False)
-            except (OSError, RuntimeError, ValueError, StoreError) as exc:
-                # compaction is an optimisation; the write itself succeeded
-                log.warning("automatic compaction failed: %s", exc)
-
-    @contextmanager
-    def _compact_lock(self, blocking: bool) -> Iterator[bool]:
-        """One compactor at a time across processes (an flock beside a local store)."""
-        if not self._local:
-            yield True
-            return
-        import fcntl
-
-        path = Path(self.uri) / ".compact.lock"
-        with open(path, "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
-    def compact(self, *, blocking: bool = True, retries: int = 8) -> dict[str, Any]:
-        """Merge small fragments, fold new rows into the indexes, drop old versions. Retries conflicts."""
-        before = self.fragment_count()
-        with self._compact_lock(blocking) as owner:
-            if not owner:
-                return {"compacted": False, "reason": "another process is compacting", "fragments": before}
-            self.ensure_fts_index()
-            self.ensure_scalar_indexes()
-            self.ensure_vector_index()
-            # Fold new rows into the keyword and scalar indexes first, merging their deltas into one
-            # segment: lance merges only fragments that the same index segments cover. Vector indexes get
-            # no deltas (merging HNSW deltas costs about a rebuild, and with deltas every compaction left
-            # one more fragment behind); their new rows are searched exactly until the next rebuild.
-            names = [ix.name for ix in self.table.list_indices() if not ix.index_type.upper().startswith("IVF")]
-            if names:
-                self._retry(lambda: self.table.to_lance().optimize.optimize_indices(
-                    index_names=names, num_indices_to_merge=1000), retries)
-            self._retry(lambda: self.table.to_lance().optimize.compact_files(target_rows_per_fragment=1 << 20),
-                        retries)
-            self.rebuild_vector_indexes_if_stale()
-            try:
-                self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5))
-            except (OSError, RuntimeError, ValueError) as exc:  # old versions are only disk space
-                log.warning("cleanup of old versions failed: %s", exc)
-            self._vec_index_checked = -1e9
-        return {"compacted": True, "fragments_before": before, "fragments": self.fragment_count()}
-
-    @staticmethod
-    def _retry(op: Any, retries: int) -> None:
-        """Run a maintenance commit, retrying on commit conflicts with another writer."""
-        delay = 0.05
-        for attempt in range(retries):
-            try:
-                op()
-                return
-            except (RuntimeError, OSError, ValueError) as exc:
-                if "conflict" not in str(exc).lower() or attempt == retries - 1:
-                    raise StoreError(f"compaction failed: {exc}") from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
-    def size_bytes(self) -> int:
-        return int(self.table.stats().get("total_bytes", 0))
 
     # ---------------------------------------------------------------- reindex support
     def new_table(self, name: str, dim: int) -> Any:
