@@ -388,8 +388,9 @@ class MemoryStore(IndexMaintenance):
                context: bool = False) -> Candidates:
         """Keyword, own-vector and (``context``) context-vector candidates on one snapshot, as row ids with
         scores. The searches read no columns (at 100k rows reading five small columns of 50 hits cost
-        ~1.5 ms per search); :meth:`fetch` reads the rows of the few that can win. They run one after the
-        other: in parallel they only contend for the same cores (measured, 2 cores)."""
+        ~1.5 ms per search); :meth:`fetch` reads the rows of the few that can win. The keyword search runs
+        in a second thread beside the vector searches (~1 ms less here); reading rows speculatively in
+        those threads was slower (bench/README.md)."""
         snap = self.reader.snapshot()
         out = Candidates(text=[], vector=[], context=[], snapshot=snap)
         try:
