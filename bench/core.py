@@ -134,24 +134,34 @@ def build_store(home: Path, n: int, texts: list[str], vecs: np.ndarray) -> None:
     svc.close()
 
 
-def bench_recall(home: Path, qs: list[str], label: str) -> tuple[float, float]:
+def bench_recall(home: Path, qs: list[str], label: str, rounds: int = 1) -> tuple[float, float]:
+    """Warm recall over ``len(qs) // rounds`` fresh questions per round (a round apart in time, so that a
+    noisy machine's drift shows), then the same questions again with their vectors cached."""
     svc = open_service(home)
-    for q in qs[:5]:
-        svc.recall(q, namespace="bench")  # warm caches
-    lat = []
-    for q in qs:
-        t = time.perf_counter()
-        svc.recall(q, namespace="bench", top_k=5)
-        lat.append((time.perf_counter() - t) * 1000)
+    for q in questions()[-5:]:
+        svc.recall(q, namespace="bench")  # warm up on questions that are not measured
+    size = len(qs) // rounds
+    lat: list[float] = []
+    p50s = []
+    for r in range(rounds):
+        part = []
+        for q in qs[r * size:(r + 1) * size]:
+            t = time.perf_counter()
+            svc.recall(q, namespace="bench", top_k=5)
+            part.append((time.perf_counter() - t) * 1000)
+        p50s.append(statistics.median(part))
+        lat += part
     # the same queries again: their vectors are now in the embedder's cache, so this is the search part
     cached = []
-    for q in qs:
+    for q in qs[:size * rounds]:
         t = time.perf_counter()
         svc.recall(q, namespace="bench", top_k=5)
         cached.append((time.perf_counter() - t) * 1000)
     svc.close()
     p50, p95 = statistics.median(lat), pct(lat, 95)
-    print(f"  recall {label:<34} p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   ({len(qs)} queries)")
+    print(f"  recall {label:<34} p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   ({len(lat)} queries)")
+    if rounds > 1:
+        print(f"    p50 of each round of {size}: " + ", ".join(f"{x:.1f}" for x in p50s) + " ms")
     print(f"    of which search (query vector cached)  p50 {statistics.median(cached):6.1f} ms   "
           f"p95 {pct(cached, 95):6.1f} ms")
     return p50, p95
@@ -184,7 +194,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--writes", type=int, default=1000)
-    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--queries", type=int, default=100, help="questions per recall measurement (default 100)")
+    ap.add_argument("--rounds", type=int, default=1, help="split each recall measurement into rounds (default 1)")
     ap.add_argument("--throughput", type=int, default=500, help="texts for the throughput part (0 = skip)")
     args = ap.parse_args()
     texts = turns()
@@ -198,10 +209,10 @@ def main() -> None:
         home = Path(tempfile.mkdtemp(prefix=f"memcli-bench-{n}-"))
         try:
             build_store(home, n, texts, vecs)
-            bench_recall(home, qs, "warm, compacted")
+            bench_recall(home, qs, "warm, compacted", args.rounds)
             if args.writes:
                 single_writes(home, texts, args.writes)
-                bench_recall(home, qs, f"warm, after {args.writes} single writes")
+                bench_recall(home, qs, f"warm, after {args.writes} single writes", args.rounds)
             cold_cli(home, qs[0])
         finally:
             shutil.rmtree(home, ignore_errors=True)
