@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -38,6 +38,38 @@ def vector_nprobes(rows: int) -> int:
     return min(p, 4 + p // 4)
 
 
+class TableFacts:
+    """Facts about the table that each cost a query, kept for a few seconds. Another process may change one
+    meanwhile, so every user either re-checks what it keeps or only uses the fact to save work."""
+
+    TTL = 5.0
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, tuple[float, Any]] = {}
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        now = time.monotonic()
+        hit = self._values.get(key)
+        if hit is None or now - hit[0] > self.TTL:
+            if len(self._values) > 256:  # keys include project names
+                self._values.clear()
+            hit = self._values[key] = (now, compute())
+        return hit[1]
+
+    def peek(self, key: Hashable) -> Any:
+        hit = self._values.get(key)
+        return None if hit is None else hit[1]
+
+    def forget(self, *kinds: str) -> None:
+        """Drop the facts of these kinds (a key is a kind, or a tuple starting with one); all without kinds."""
+        if not kinds:
+            self._values.clear()
+            return
+        for key in list(self._values):
+            if (key[0] if isinstance(key, tuple) else key) in kinds:
+                del self._values[key]
+
+
 class IndexMaintenance:
     """Indexes, compaction and cached table facts (mixed into MemoryStore)."""
 
@@ -45,17 +77,7 @@ class IndexMaintenance:
     uri: str
     _local: bool
     _fts_ready: bool
-    _vec_indexed: dict[str, int]
-    _vec_index_checked: float
-    _has_context: bool
-    _context_checked: float
-    _expiry_due: bool
-    _expiry_checked: float
-    _sole_ns: str | None
-    _sole_ns_checked: float
-    _importance_varies: bool
-    _importance_checked: float
-    _projects: dict[str, tuple[float, bool]]
+    facts: TableFacts
     _writes_since_check: int
     auto_compact_fragments: int
 
@@ -75,12 +97,10 @@ class IndexMaintenance:
 
     def vector_nprobes(self, column: str = "vector") -> int | None:
         """Partitions to probe on ``column``'s ANN index (None: no index, the search is exact)."""
-        now = time.monotonic()
-        if now - self._vec_index_checked > 5.0:
-            self._vec_indexed = {ix.columns[0]: vector_nprobes(int(ix.num_indexed_rows or 0))
-                                 for ix in self._index_names().values() if ix.index_type.upper().startswith("IVF")}
-            self._vec_index_checked = now
-        return self._vec_indexed.get(column)
+        probes = self.facts.get("vector_index", lambda: {
+            ix.columns[0]: vector_nprobes(int(ix.num_indexed_rows or 0))
+            for ix in self._index_names().values() if ix.index_type.upper().startswith("IVF")})
+        return probes.get(column)
 
     def ensure_fts_index(self) -> None:
         """Create the ICU full-text index (finds 数据库 inside a Chinese sentence) once there is data."""
@@ -122,7 +142,7 @@ class IndexMaintenance:
     def ensure_vector_index(self, *, force: bool = False) -> bool:
         """An ANN index once the table is large enough for exact search to be slow."""
         n = self.table.count_rows()
-        self._vec_index_checked = self._context_checked = -1e9
+        self.facts.forget("vector_index", "context")
         # Without thread context every context vector equals its own vector and is never searched: no index
         # for it (at 100k rows each HNSW build takes ~35 s here) until some memory has context.
         columns = VECTOR_COLUMNS if self.has_context() else ["vector"]
@@ -135,7 +155,7 @@ class IndexMaintenance:
         for col in todo:
             self.table.create_index(col, config=HnswSq(distance_type="cosine", num_partitions=partitions),
                                     name=f"{col}_idx")
-        self._vec_index_checked = -1e9
+        self.facts.forget("vector_index")
         return True
 
     def rebuild_vector_indexes_if_stale(self, min_unindexed: int = 5000, fraction: float = 0.1) -> bool:
@@ -151,76 +171,56 @@ class IndexMaintenance:
             self.table.create_index(ix.columns[0], config=HnswSq(distance_type="cosine",
                                                                  num_partitions=vector_partitions(n)),
                                     name=ix.name, replace=True)
-        self._vec_index_checked = -1e9
+        self.facts.forget("vector_index")
         return True
 
     def has_context(self) -> bool:
-        """Whether any memory has thread context (re-checked at most every few seconds). Without any,
-        every context vector equals its own vector and searching them again would find the same list."""
-        now = time.monotonic()
-        if now - self._context_checked > 5.0:
-            self._has_context = self.count("context IS NOT NULL") > 0
-            self._context_checked = now
-        return self._has_context
+        """Whether any memory has thread context. Without any, every context vector equals its own vector
+        and searching them again would find the same list."""
+        return bool(self.facts.get("context", lambda: self.count("context IS NOT NULL") > 0))
 
     def sole_namespace(self) -> str | None:
-        """The namespace of every memory, if they all share one (re-checked at most every 5 s). Searches
-        of it need no namespace filter (~0.7 ms per search at 100k rows); the caller still checks the rows
-        it keeps, for one another process may have just written elsewhere."""
-        mono = time.monotonic()
-        if mono - self._sole_ns_checked > 5.0:
+        """The namespace of every memory, if they all share one. Searches of it need no namespace filter
+        (~0.7 ms per search at 100k rows); the caller still checks the rows it keeps, for one another
+        process may have just written elsewhere."""
+        def compute() -> str | None:
             first = self._rows(None, ["namespace"], 1)
             ns = first[0]["namespace"] if first else None
-            self._sole_ns = ns if ns is not None and self.count(f"namespace != {quote(ns)}") == 0 else None
-            self._sole_ns_checked = mono
-        return self._sole_ns
+            return ns if ns is not None and self.count(f"namespace != {quote(ns)}") == 0 else None
+
+        return self.facts.get("sole_ns", compute)
 
     def importance_varies(self) -> bool:
-        """Whether any memory has another importance than the default 0.5 (re-checked at most every 5 s;
-        at once after this process writes). Used only to bound ranking boosts."""
-        mono = time.monotonic()
-        if mono - self._importance_checked > 5.0:
-            self._importance_varies = self.count("importance IS NULL OR importance != 0.5") > 0
-            self._importance_checked = mono
-        return self._importance_varies
+        """Whether any memory has another importance than the default 0.5. Used only to bound boosts."""
+        return bool(self.facts.get("importance", lambda: self.count("importance IS NULL OR importance != 0.5") > 0))
 
     def has_project(self, project: str) -> bool:
-        """Whether any memory belongs to ``project`` (re-checked at most every 5 s; at once after this
-        process writes). Used only to bound ranking boosts."""
-        mono = time.monotonic()
-        checked, has = self._projects.get(project, (-1e9, True))
-        if mono - checked > 5.0:
-            has = self.count(f"project = {quote(project)}") > 0
-            if len(self._projects) > 256:
-                self._projects.clear()
-            self._projects[project] = (mono, has)
-        return has
+        """Whether any memory belongs to ``project``. Used only to bound boosts."""
+        return bool(self.facts.get(("project", project), lambda: self.count(f"project = {quote(project)}") > 0))
 
     def expiry_due(self, now: int) -> bool:
-        """Whether any memory expires within a minute (re-checked at most every 5 s). When none does, a
-        search can leave out the expiry filter (it costs ~3 ms at 100k rows, having no index) and drop the
-        rare hit that expired meanwhile (say one imported already expired by another process)."""
-        mono = time.monotonic()
-        if mono - self._expiry_checked > 5.0:
-            self._expiry_due = self.count(f"expires_at IS NOT NULL AND expires_at <= {int(now) + 60_000}") > 0
-            self._expiry_checked = mono
-        return self._expiry_due
+        """Whether any memory expires within a minute. When none does, a search can leave out the expiry
+        filter (it costs ~3 ms at 100k rows, having no index) and drop the rare hit that expired meanwhile
+        (say one imported already expired by another process)."""
+        horizon = int(now) + 60_000
+        return bool(self.facts.get("expiry", lambda: self.count(
+            f"expires_at IS NOT NULL AND expires_at <= {horizon}") > 0))
 
     def fragment_count(self) -> int:
         return int(self.table.stats()["fragment_stats"]["num_fragments"])
 
     def _after_write(self, rows: list[dict[str, Any]] | None = None) -> None:
+        # what this process just wrote is seen at once; an update (no rows) may change importance or project
         if rows and any(r.get("context") for r in rows):
-            self._has_context = True
+            self.facts.forget("context")
         if rows and any(r.get("expires_at") is not None for r in rows):
-            self._expiry_checked = -1e9
-        if rows and any(r.get("namespace") != self._sole_ns for r in rows):
-            self._sole_ns_checked = -1e9
-        # an update may change importance; a new memory may bring a project
+            self.facts.forget("expiry")
+        if rows and any(r.get("namespace") != self.facts.peek("sole_ns") for r in rows):
+            self.facts.forget("sole_ns")
         if not rows or any(r.get("importance") != 0.5 for r in rows):
-            self._importance_checked = -1e9
+            self.facts.forget("importance")
         if not rows or any(r.get("project") for r in rows):
-            self._projects.clear()
+            self.facts.forget("project")
         if not self._fts_ready:  # the first write creates the keyword index (later rows join it on compaction)
             try:
                 self.ensure_fts_index()
@@ -280,7 +280,7 @@ class IndexMaintenance:
                 self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5))
             except (OSError, RuntimeError, ValueError) as exc:  # old versions are only disk space
                 log.warning("cleanup of old versions failed: %s", exc)
-            self._vec_index_checked = -1e9
+            self.facts.forget("vector_index")
         return {"compacted": True, "fragments_before": before, "fragments": self.fragment_count()}
 
     @staticmethod

@@ -43,13 +43,9 @@ class Reader:
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"cannot read the store: {exc}. Run `memcli doctor`.") from exc
 
-    def rows(self, where: str | None, columns: Sequence[str], limit: int | None = None,
-             snapshot: Any = None) -> list[dict[str, Any]]:
+    def rows(self, where: str | None, columns: Sequence[str], limit: int | None = None) -> list[dict[str, Any]]:
         """Rows matching an exact filter (scalar indexes are used where they exist)."""
-        ds = snapshot if snapshot is not None else self.snapshot()
-        have = set(ds.schema.names)  # an older schema (reindex migrates it) lacks some columns
-        cols = [c for c in columns if c in have]
-        return ds.to_table(columns=cols, filter=where or None, limit=limit).to_pylist()
+        return self.snapshot().to_table(columns=list(columns), filter=where or None, limit=limit).to_pylist()
 
     def count(self, where: str | None = None) -> int:
         return int(self.snapshot().count_rows(where or None))
@@ -57,7 +53,10 @@ class Reader:
     def vector(self, snapshot: Any, vector: Sequence[float], column: str, where: str | None, k: int,
                columns: Sequence[str], nprobes: int | None) -> list[dict[str, Any]]:
         """Nearest rows by cosine distance (``_distance``), filtered before top-k, with ``_rowid``."""
-        nearest: dict[str, Any] = {"column": column, "q": np.asarray(vector, dtype=np.float32), "k": k,
+        import pyarrow as pa
+
+        # an arrow float32 array goes to lance as is (a list or numpy array is copied through float64)
+        nearest: dict[str, Any] = {"column": column, "q": pa.array(np.asarray(vector, dtype=np.float32)), "k": k,
                                    "metric": "cosine"}
         if nprobes:
             nearest["nprobes"] = nprobes

@@ -19,7 +19,7 @@ from typing import Any
 
 from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
 from memcli.models import MIN_PREFIX, Memory
-from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance
+from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
 from memcli.reader import Reader, quote
 from memcli.textnorm import search_text
 
@@ -145,17 +145,7 @@ class MemoryStore(IndexMaintenance):
         self._local = "://" not in uri
         self._writes_since_check = 0
         self._fts_ready = False
-        self._vec_indexed: dict[str, int] = {}  # column → partitions to probe
-        self._vec_index_checked = -1e9
-        self._has_context = False
-        self._context_checked = -1e9
-        self._expiry_due = False
-        self._expiry_checked = -1e9
-        self._sole_ns: str | None = None
-        self._sole_ns_checked = -1e9
-        self._importance_varies = True
-        self._importance_checked = -1e9
-        self._projects: dict[str, tuple[float, bool]] = {}  # project → (checked at, has memories)
+        self.facts = TableFacts()
         try:
             import lancedb
 
@@ -455,9 +445,7 @@ class MemoryStore(IndexMaintenance):
         self.table = self.db.open_table(name)
         self.reader = Reader(self.table.to_lance())
         self._fts_ready = False
-        self._vec_index_checked = self._context_checked = self._expiry_checked = self._sole_ns_checked = -1e9
-        self._importance_checked = -1e9
-        self._projects.clear()
+        self.facts.forget()
         if old != name:
             try:
                 self.db.drop_table(old)
