@@ -81,11 +81,9 @@ class IndexMaintenance:
     _writes_since_check: int
     auto_compact_fragments: int
 
-    def count(self, where: str | None = None) -> int:  # provided by MemoryStore
-        raise NotImplementedError
-
-    def _rows(self, where: str | None, columns: list[str], limit: int | None = None) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    # provided by MemoryStore
+    count: Callable[..., int]
+    _rows: Callable[..., list[dict[str, Any]]]
 
     # ---------------------------------------------------------------- indexes and compaction
     def _index_names(self) -> dict[str, Any]:
