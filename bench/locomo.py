@@ -68,12 +68,16 @@ def load(path: Path) -> list[dict]:
     return out
 
 
-def metrics(ranked: list[str], gold: set[str]) -> dict[str, float]:
-    rel = [1 if d in gold else 0 for d in ranked[:10]]
+def metrics(ranked: list[set[str]], gold: set[str]) -> dict[str, float]:
+    """Metrics of one ranking; each rank holds the turns one memory stands for (identical turns are one
+    memory: remember is idempotent), so finding that memory counts for every one of them."""
+    top5 = set().union(*ranked[:5]) if ranked else set()
+    top10 = set().union(*ranked[:10]) if ranked else set()
+    rel = [1 if d & gold else 0 for d in ranked[:10]]
     dcg = sum(r / math.log2(i + 2) for i, r in enumerate(rel))
     idcg = sum(1 / math.log2(i + 2) for i in range(min(len(gold), 10)))
-    rr = next((1 / (i + 1) for i, d in enumerate(ranked) if d in gold), 0.0)
-    return {"R@5": len(gold & set(ranked[:5])) / len(gold), "R@10": len(gold & set(ranked[:10])) / len(gold),
+    rr = next((1 / (i + 1) for i, d in enumerate(ranked) if d & gold), 0.0)
+    return {"R@5": len(gold & top5) / len(gold), "R@10": len(gold & top10) / len(gold),
             "H@10": float(any(rel)), "nDCG@10": dcg / idcg if idcg else 0.0, "MRR": rr}
 
 
@@ -129,14 +133,16 @@ def main() -> None:
     print(f"LoCoMo {args.data.name}: {len(convs)} conversations, {n_turns} turns, "
           f"{sum(len(c['questions']) for c in convs)} questions (categories 1-4)", flush=True)
     t0 = time.perf_counter()
-    id_to_dia: dict[str, str] = {}
+    dias_of: dict[str, set[str]] = defaultdict(set)  # memory id -> the turns it stands for
+    mem_of: dict[str, str] = {}
     for c in convs:
         items = [NewMemory(content=t["text"], namespace=f"locomo-{c['id']}", thread=f"session-{t['session']}",
                            created_at=t["ts"], metadata={"dia_id": t["dia_id"], "session": t["session"],
                                                          "date": t["date"]}) for t in c["turns"]]
         res = svc.remember_many(items, source="import")
         for t, r in zip(c["turns"], res):
-            id_to_dia[r.memory_id] = t["dia_id"]
+            dias_of[r.memory_id].add(t["dia_id"])
+            mem_of[t["dia_id"]] = r.memory_id
     svc.compact()
     print(f"ingested through remember_many in {time.perf_counter() - t0:.0f}s", flush=True)
 
@@ -147,17 +153,17 @@ def main() -> None:
         texts = [t["text"] for t in c["turns"]]
         dias = [t["dia_id"] for t in c["turns"]]
         bm = PlainBM25(texts)
-        own = {id_to_dia[m.id]: m.vector for m in svc.store.scan(f"namespace = '{ns}'", with_vector=True)}
-        pv = np.asarray([own[d] for d in dias], dtype=np.float32)  # the memories' own e5 vectors
+        own = {m.id: m.vector for m in svc.store.scan(f"namespace = '{ns}'", with_vector=True)}
+        pv = np.asarray([own[mem_of[d]] for d in dias], dtype=np.float32)  # the memories' own e5 vectors
         for q in c["questions"]:
             t = time.perf_counter()
             hits = svc.recall(q["q"], namespace=ns, top_k=10)
             lat.append((time.perf_counter() - t) * 1000)
-            ours.append((q["cat"], metrics([id_to_dia[h.memory.id] for h in hits], q["gold"])))
+            ours.append((q["cat"], metrics([dias_of[h.memory.id] for h in hits], q["gold"])))
             order = np.argsort(-bm.scores(q["q"]), kind="stable")[:10]
-            bm25.append((q["cat"], metrics([dias[i] for i in order], q["gold"])))
+            bm25.append((q["cat"], metrics([{dias[i]} for i in order], q["gold"])))
             order = np.argsort(-(pv @ emb.embed_query(q["q"])), kind="stable")[:10]
-            dense.append((q["cat"], metrics([dias[i] for i in order], q["gold"])))
+            dense.append((q["cat"], metrics([{dias[i]} for i in order], q["gold"])))
     print()
     b = report("plain BM25", bm25)
     report("plain dense (e5)", dense)

@@ -108,6 +108,7 @@ def test_recall_filters_apply_before_top_k(home: Path) -> None:
 
     assert ids("--agent", "codex", "-k", "3") == [codex]
     assert ids("--scope", "agent:codex") == [codex]
+    assert ids("--agent", "agent:codex") == [codex]  # the prefix is tolerated, not doubled
     assert ids("--tag", "codex") == [codex]
     assert ids("--until", "7d") == [ancient]
     assert ancient not in ids("--since", "7d", "-k", "50")

@@ -88,6 +88,7 @@ def test_stdio_and_http_clients_share_one_memory(memcli_bin: str, subprocess_env
             listed = await call(local, "list_facts", tag="decision")
             assert [m["memory_id"] for m in listed] == [r2["memory_id"]]
             assert [m["memory_id"] for m in await call(remote, "list_facts", agent="codex")] == [r["memory_id"]]
+            assert [m["memory_id"] for m in await call(remote, "list_facts", agent="agent:codex")] == [r["memory_id"]]
 
             dup = await call(remote, "check_duplicate", content="Claude Code decided to use ruff instead of flake8")
             assert dup["is_duplicate"] is True and dup["similar"][0]["memory_id"] == r2["memory_id"]

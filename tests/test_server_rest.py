@@ -122,6 +122,7 @@ def test_list_filters_and_paging(api: httpx.Client, ns: str) -> None:
     assert len(ids()) == 8
     assert ids(tag="even") == [f"note number {i}" for i in (6, 4, 2, 0)]  # newest first
     assert len(ids(agent="claude-code")) == 3 and len(ids(scope="agent:claude-code")) == 3
+    assert len(ids(agent="agent:claude-code")) == 3
     assert len(ids(scope="global")) == 5
     assert len(ids(project="beta")) == 3
     assert ids(limit=3) == [f"note number {i}" for i in (7, 6, 5)]

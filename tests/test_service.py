@@ -70,6 +70,19 @@ def test_invalid_fields_are_refused(service: MemoryService, kwargs: dict) -> Non
     assert service.store.count() == 0
 
 
+def test_agent_name_with_or_without_the_agent_prefix_is_one_agent(service: MemoryService) -> None:
+    a = service.remember("deploys go out on tuesdays", agent="agent:codex").memory_id
+    b = service.remember("the cache is redis", agent="codex").memory_id
+    assert service.get(a).scope == service.get(b).scope == "agent:codex"
+    for agent in ("codex", "agent:codex", " agent:codex "):
+        assert {m.id for m in service.list(agent=agent)} == {a, b}
+        assert {h.memory.id for h in service.recall("deploys", agent=agent)} == {a, b}
+    service.update(a, agent="agent:claude-code")
+    assert service.get(a).scope == "agent:claude-code"
+    with pytest.raises(ValidationError, match="invalid scope"):
+        service.remember("two prefixes", agent="agent:agent:codex")
+
+
 def test_quotes_in_filters_are_data_not_syntax(service: MemoryService) -> None:
     service.remember("a normal memory", tags=["normal"])
     evil = "x' OR '1'='1"

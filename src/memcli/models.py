@@ -93,11 +93,16 @@ def validate_namespace(namespace: Any) -> str:
 
 
 def normalise_scope(scope: Any = None, agent: Any = None) -> str:
-    """`global`, `agent:<name>`; a bare agent name (`claude-code`) becomes `agent:claude-code`."""
+    """`global`, `agent:<name>`; a bare agent name (`claude-code`) becomes `agent:claude-code`, and an agent
+    given as `agent:<name>` is taken as it is."""
     if scope is not None and agent is not None:
         raise ValidationError("give either a scope or an agent, not both")
     if agent is not None:
-        scope = f"agent:{agent}"
+        # `--agent codex` and `--agent agent:codex` mean the same agent
+        if not isinstance(agent, str):
+            raise ValidationError("agent must be a string")
+        agent = agent.strip()
+        scope = agent if agent.startswith("agent:") else f"agent:{agent}"
     if scope is None:
         return DEFAULT_SCOPE
     if not isinstance(scope, str):
