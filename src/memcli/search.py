@@ -2,10 +2,14 @@
 
 Every candidate list is filtered *before* top-k (prefilter), so filters never starve the result.
 Fusion is a convex combination of each list's scores, min-max normalised over that list's top-N (a memory
-absent from a list gets 0 from it). Measured on LoCoMo and CMRC (bench/locomo.py, bench/cmrc.py) this beats
-reciprocal-rank fusion, and it keeps a keyword-only hit (an error code, a path, a flag name) able to win:
-the best keyword match gets the whole keyword weight. Boosts for recency and importance are small,
-principled (exponential decay with a half-life; importance centred on the default) and can be turned off.
+absent from a list gets 0 from it). The keyword list is then scaled by how much of the query its best hit
+matches — its BM25 over what a memory matching the whole query would score (``Candidates.text_ideal``,
+from the best score each query token alone reaches) — so a lone, incidental match of one common word no longer
+takes the whole keyword weight from a strong semantic match, while an identifier that is most of the query
+(an error code, a path, a flag name) still wins. Chosen by measurement on LoCoMo, CMRC and agentfacts at
+once (bench/fusion.py; every candidate and its figures are in bench/README.md). Boosts for recency and
+importance are small, principled (exponential decay with a half-life; importance centred on the default)
+and can be turned off.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ from memcli.store import quote
 class SearchOptions:
     """Knobs of hybrid recall. The defaults are the measured ones (bench/locomo.py, bench/cmrc.py)."""
 
-    text_weight: float = 0.5
-    vector_weight: float = 0.25
-    context_weight: float = 0.25
+    text_weight: float = 0.65
+    vector_weight: float = 0.175
+    context_weight: float = 0.175
     candidates: int = 50
     recency_weight: float = 0.05
     recency_half_life_days: float = 30.0
@@ -78,6 +82,7 @@ class Relevance:
     base: float
     parts: dict[str, float]
     raw: dict[str, float]
+    coverage: float | None = None  # the keyword list's coverage of the query (when the query had keyword hits)
 
 
 def _minmax(hits: list[tuple[Key, float]]) -> dict[Key, float]:
@@ -90,14 +95,30 @@ def _minmax(hits: list[tuple[Key, float]]) -> dict[Key, float]:
     return {k: ((v - lo) / span if span > 1e-12 else 1.0) for k, v in hits}
 
 
+def coverage(text_hits: list[tuple[Key, float]], text_ideal: float | None) -> float:
+    """How much of the query the best keyword hit matches: its BM25 over the query's attainable score,
+    0..1 (1 when the attainable score is unknown)."""
+    if not text_hits or text_ideal is None:
+        return 1.0
+    if text_ideal <= 0:
+        return 0.0
+    return min(1.0, max(s for _, s in text_hits) / text_ideal)
+
+
 def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key, float]],
-              text_hits: list[tuple[Key, float]], opts: SearchOptions) -> dict[Key, Relevance]:
-    """Convex min-max fusion of the three lists ((key, score) pairs, best first)."""
+              text_hits: list[tuple[Key, float]], opts: SearchOptions,
+              text_ideal: float | None = None) -> dict[Key, Relevance]:
+    """Convex min-max fusion of the three lists ((key, score) pairs, best first), the keyword list scaled by
+    its :func:`coverage` of the query."""
     lists = {"text": (text_hits, opts.text_weight), "vector": (vector_hits, opts.vector_weight),
              "context": (context_hits, opts.context_weight)}
     active = {name: (h, w) for name, (h, w) in lists.items() if h and w > 0}
     total_w = sum(w for _, w in active.values()) or 1.0
     norms = {name: _minmax(h) for name, (h, _) in active.items()}
+    cover = None
+    if "text" in norms:
+        cover = coverage(text_hits, text_ideal)
+        norms["text"] = {k: v * cover for k, v in norms["text"].items()}
     raw = {name: dict(h) for name, (h, _) in active.items()}
     out: dict[Key, Relevance] = {}
     for h, _ in active.values():
@@ -105,7 +126,7 @@ def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key
             if key not in out:
                 parts = {name: w / total_w * norms[name].get(key, 0.0) for name, (_, w) in active.items()}
                 out[key] = Relevance(sum(parts.values()), parts,
-                                     {name: r[key] for name, r in raw.items() if key in r})
+                                     {name: r[key] for name, r in raw.items() if key in r}, cover)
     return out
 
 
@@ -147,6 +168,7 @@ def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: A
             info = {
                 "cosine": _r(cos), "similarity": _r(calibrate(cos)) if cos is not None else None,
                 "context_cosine": _r(r.raw.get("context")), "bm25": _r(r.raw.get("text")),
+                "keyword_coverage": _r(r.coverage),
                 **{f"{k}_part": _r(v / top) for k, v in r.parts.items()},
                 "recency": _r(b_rec / top), "importance": _r(b_imp / top), "project": _r(b_proj / top),
             }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,12 +22,13 @@ from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError
 from memcli.models import MIN_PREFIX, Memory
 from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
 from memcli.reader import Reader, quote
-from memcli.textnorm import search_text
+from memcli.textnorm import query_text, search_text
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
 
 SCHEMA_VERSION = 2
+TOKEN_BEST_TTL = 600.0  # seconds a token's best single score is reused (document frequencies move slowly)
 META_TABLE = "memcli_meta"
 DEFAULT_TABLE = "memories"
 _ID_CHARS = set("0123456789abcdef-")
@@ -43,6 +45,9 @@ class Candidates:
     vector: list[tuple[int, float]]
     context: list[tuple[int, float]]
     snapshot: Any = None
+    # Σ over the query's tokens of the best score each token alone reaches: what a memory matching the whole
+    # query would score (None: not computed). search.relevance scales keyword evidence by it.
+    text_ideal: float | None = None
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -145,6 +150,7 @@ class MemoryStore(IndexMaintenance):
         self._local = "://" not in uri
         self._writes_since_check = 0
         self._fts_ready = False
+        self._token_best: dict[tuple[str, str | None], tuple[float, float]] = {}
         self.facts = TableFacts()
         try:
             import lancedb
@@ -384,13 +390,13 @@ class MemoryStore(IndexMaintenance):
         snap = self.reader.snapshot()
         out = Candidates(text=[], vector=[], context=[], snapshot=snap)
         try:
-            fut = _pool().submit(self._text_ids, snap, text, where, k) if text else None
+            fut = _pool().submit(self._text_search, snap, text, where, k) if text else None
             if vector is not None:
                 out.vector = self._vector_ids(snap, vector, "vector", where, k)
                 if context:
                     out.context = self._vector_ids(snap, vector, "context_vector", where, k)
             if fut is not None:
-                out.text = fut.result()
+                out.text, out.text_ideal = fut.result()
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"search failed: {exc}") from exc
         return out
@@ -400,8 +406,40 @@ class MemoryStore(IndexMaintenance):
         rows = self.reader.vector(snapshot, vector, column, where, k, [], self.vector_nprobes(column))
         return [(int(r["_rowid"]), 1.0 - float(r["_distance"])) for r in rows]
 
+    def _text_search(self, snapshot: Any, text: str, where: str | None,
+                     k: int) -> tuple[list[tuple[int, float]], float | None]:
+        hits = self._text_ids(snapshot, text, where, k)
+        return hits, (self.keyword_ideal(snapshot, text, where) if hits else None)
+
+    def keyword_ideal(self, snapshot: Any, text: str, where: str | None) -> float:
+        """What a memory matching the whole query would score: Σ over the query's index tokens of the best
+        score that token alone reaches among the filtered memories; a token no memory holds counts as much
+        as the best-scoring present one (it is rarer than any of them). Comparing a hit's BM25 with it tells
+        a strong match (an identifier, most of the query) from an incidental one (one word of several). It
+        needs no document frequencies, which lance does not expose. Per-token values are cached for a
+        while: they move slowly as memories are added."""
+        import lance
+
+        from memcli.textnorm import FTS_PARAMS
+
+        # with repetitions: the query's BM25 counts a token it says twice twice
+        tokens = [t.text for t in lance.tokenize(query_text(text), **FTS_PARAMS)]
+        now = time.monotonic()
+        scores = []
+        for tok in tokens:
+            key = (tok, where)
+            hit = self._token_best.get(key)
+            if hit is None or now - hit[0] > TOKEN_BEST_TTL:
+                if len(self._token_best) > 20_000:
+                    self._token_best.clear()
+                rows = self.reader.text(snapshot, tok, "search_text", where, 1, [])
+                hit = self._token_best[key] = (now, float(rows[0]["_score"]) if rows else 0.0)
+            scores.append(hit[1])
+        present = [v for v in scores if v > 0]
+        return sum(present) + max(present, default=0.0) * (len(scores) - len(present))
+
     def _text_ids(self, snapshot: Any, text: str, where: str | None, k: int) -> list[tuple[int, float]]:
-        query = search_text(text).strip()
+        query = query_text(text).strip()
         if not query:
             return []
         self.ensure_fts_index()
@@ -445,6 +483,7 @@ class MemoryStore(IndexMaintenance):
         self.table = self.db.open_table(name)
         self.reader = Reader(self.table.to_lance())
         self._fts_ready = False
+        self._token_best.clear()
         self.facts.forget()
         if old != name:
             try:

@@ -57,6 +57,29 @@ def search_text(text: str) -> str:
     return norm + (" \n" + " ".join(parts).casefold() if parts else "")
 
 
+# A query word that is an identifier — it has a digit and a letter (E4021, v2, 5K), joins parts with
+# _ . / : - (search_v2, jwks.py; words joined by hyphens only are English: dairy-free), mixes cases (getUser) or is in capitals (API), or is a number of 3+ digits
+# that is not a year (a port: 6380) — names one thing, where an English word of the same rarity is incidental
+# ("listens"). BM25 cannot tell them apart, so the query says such a word twice. (Years and small numbers are
+# left alone: in conversations they are dates and counts; measured on LoCoMo, bench/README.md.)
+_QUERY_IDENT_RE = re.compile(r"(?<![\w./:\-])(?:[A-Za-z0-9]+(?:[_./:\-][A-Za-z0-9]+)+|[A-Za-z]+\d\w*|\d+[A-Za-z]\w*"
+                             r"|[a-z]+[A-Z]\w*|[A-Z]{2,}[A-Za-z]*|\d{3,})(?![\w])")
+_NOT_IDENT_RE = re.compile(r"(19|20)\d\d|\d+(st|nd|rd|th)|[A-Za-z]+(-[A-Za-z]+)+")  # years, 8th, dairy-free
+
+
+def query_identifiers(text: str) -> list[str]:
+    """The words of a query that name one thing (see above)."""
+    return [w for w in _QUERY_IDENT_RE.findall(unicodedata.normalize("NFKC", text).replace(",000", "000"))
+            if not _NOT_IDENT_RE.fullmatch(w)]
+
+
+def query_text(text: str) -> str:
+    """What a keyword search searches for: the normalised query, its identifiers once more."""
+    idents = query_identifiers(text)
+    base = search_text(text)
+    return base + (" \n" + " ".join(idents).casefold() if idents else "")
+
+
 # English stop words (the usual list, question words included) for the keyword index: they are removed from
 # documents and queries alike, so "what did Caroline paint" searches for caroline + paint. Measured on
 # LoCoMo: BM25 recall@5 0.486 → 0.537 (bench/locomo.py).
@@ -69,3 +92,14 @@ am is are was were be been being have has had having do does did doing would cou
 it's we're they're i've you've we've they've i'd you'd he'd she'd we'd they'd i'll you'll he'll she'll we'll
 they'll isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't shouldn't
 can't cannot couldn't mustn't let's that's who's what's here's there's when's where's why's how's""".split()))
+# The index stems a word before it filters stop words, so the stop words' stems must be listed too (without
+# them "why" → "whi" and "does" → "doe" were searched for: tests/test_textnorm.py checks the list).
+STOP_STEMS = ["abov", "ani", "befor", "doe", "dure", "i'v", "let", "onc", "onli", "ourselv", "themselv", "they'r",
+              "they'v", "veri", "we'r", "we'v", "whi", "you'r", "you'v", "yourselv"]
+FTS_STOP_WORDS = sorted(set(STOP_WORDS) | set(STOP_STEMS))
+
+# How the full-text index tokenizes (and so every query): ICU words (Chinese inside sentences), lower case,
+# ASCII folding, English stemming, stop words.
+FTS_PARAMS: dict[str, Any] = {"base_tokenizer": "icu", "language": "English", "stem": True,
+                              "remove_stop_words": True, "custom_stop_words": FTS_STOP_WORDS, "lower_case": True,
+                              "ascii_folding": True}

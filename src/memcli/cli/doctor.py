@@ -177,12 +177,16 @@ def _store(cfg: Any, embedder: Any) -> tuple[Any, Check]:
 
 
 def _store_health(cfg: Any, store: Any) -> list[Check]:
+    from memcli.maintenance import FTS_INDEX, OLD_FTS_INDEXES
+
     checks: list[Check] = []
     try:
         n = store.count()
         names = store._index_names()
-        if "search_text_idx" in names:
+        if FTS_INDEX in names:
             checks.append(Check("full-text index", "ok", "present (ICU tokenizer)"))
+        elif any(old in names for old in OLD_FTS_INDEXES):
+            checks.append(Check("full-text index", "ok", "an older version: rebuilt on the next recall or write"))
         elif n == 0:
             checks.append(Check("full-text index", "ok", "created with the first memories"))
         else:
