@@ -266,7 +266,7 @@ def main(argv):
         if k > 1:
             err(f"duplicate question: {c}")
     for i, o in enumerate(offs):
-        if set(o) != {"id", "prompt", "lang"}:
+        if set(o) != {"id", "prompt", "lang", "kind"} or o.get("kind") not in ("unrelated", "near-topic"):
             err(f"offtopic #{i} fields {sorted(o)}")
             continue
         if o["id"] != f"o{i + 1:03d}":

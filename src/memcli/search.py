@@ -83,6 +83,7 @@ class Relevance:
     parts: dict[str, float]
     raw: dict[str, float]
     coverage: float | None = None  # the keyword list's coverage of the query (when the query had keyword hits)
+    match: float | None = None  # this memory's own BM25 over the query's attainable score (keyword hits only)
 
 
 def _minmax(hits: list[tuple[Key, float]]) -> dict[Key, float]:
@@ -125,8 +126,10 @@ def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key
         for key, _v in h:
             if key not in out:
                 parts = {name: w / total_w * norms[name].get(key, 0.0) for name, (_, w) in active.items()}
+                bm25 = raw.get("text", {}).get(key)
+                match = (min(1.0, bm25 / text_ideal) if text_ideal else None) if bm25 is not None else None
                 out[key] = Relevance(sum(parts.values()), parts,
-                                     {name: r[key] for name, r in raw.items() if key in r}, cover)
+                                     {name: r[key] for name, r in raw.items() if key in r}, cover, match)
     return out
 
 
@@ -168,7 +171,7 @@ def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: A
             info = {
                 "cosine": _r(cos), "similarity": _r(calibrate(cos)) if cos is not None else None,
                 "context_cosine": _r(r.raw.get("context")), "bm25": _r(r.raw.get("text")),
-                "keyword_coverage": _r(r.coverage),
+                "keyword_coverage": _r(r.coverage), "keyword_match": _r(r.match),
                 **{f"{k}_part": _r(v / top) for k, v in r.parts.items()},
                 "recency": _r(b_rec / top), "importance": _r(b_imp / top), "project": _r(b_proj / top),
             }
