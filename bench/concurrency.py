@@ -206,7 +206,8 @@ def main() -> None:
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in results:
-        print(f"| {r['mode']} | {r['writes']}/{r['attempted']} | {r['wall_s']:.1f} | {r['writes_per_s']:.1f} | "
+        rate = f"{r['writes_per_s']:.2f}" if r["writes_per_s"] < 10 else f"{r['writes_per_s']:.1f}"
+        print(f"| {r['mode']} | {r['writes']}/{r['attempted']} | {r['wall_s']:.1f} | {rate} | "
               f"{r['p50_ms']:.0f} | {r['p95_ms']:.0f} | {r['rows']} | {r['lost']} | {r['duplicated']} |")
     ok = all(r["lost"] == 0 and r["duplicated"] == 0 and r["rows"] == r["writes"] == r["attempted"]
              and not r["unexpected"] for r in results)
