@@ -71,7 +71,7 @@ def validate_content(text: Any) -> str:
         raise ValidationError("content must be a string")
     if "\x00" in text:
         raise ValidationError("content must not contain NUL characters")
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+    if _has_surrogate(text):
         raise ValidationError("content is not valid Unicode (lone surrogate: invalid UTF-8 input?)")
     clean = normalise_content(text)
     if not clean:
@@ -143,7 +143,9 @@ def validate_tags(tags: Any) -> list[str]:
 
 
 def validate_importance(value: Any) -> float:
-    """Importance is a number in 0..1."""
+    """Importance is a number in 0..1 (a JSON true/false is not a number)."""
+    if isinstance(value, bool):
+        raise ValidationError(f"importance must be a number between 0 and 1, got {value!r}")
     try:
         f = float(value)
     except (TypeError, ValueError):
@@ -168,7 +170,29 @@ def validate_key(key: Any) -> str | None:
         return None
     if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_CHARS:
         raise ValidationError(f"invalid key: a non-empty string of at most {MAX_KEY_CHARS} characters")
+    if _has_surrogate(key):
+        raise ValidationError("key is not valid Unicode (lone surrogate: invalid UTF-8 input?)")
     return key.strip()
+
+
+def validate_project(project: Any) -> str | None:
+    """An optional project name (a string; filled in from the working directory when not given)."""
+    if project is None:
+        return None
+    if not isinstance(project, str) or len(project) > MAX_KEY_CHARS or _has_surrogate(project) or "\x00" in project:
+        raise ValidationError(f"invalid project: a string of at most {MAX_KEY_CHARS} characters, without NUL")
+    return project
+
+
+def validate_time_ms(value: Any, name: str) -> int:
+    """An epoch-milliseconds timestamp given by a caller (created_at): an integer from 1970 to year 9999."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TIME_MS:
+        raise ValidationError(f"{name} must be epoch milliseconds between 0 and year 9999, got {value!r}")
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
 def validate_metadata(value: Any) -> dict[str, Any]:
@@ -183,10 +207,12 @@ def validate_metadata(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValidationError("metadata must be a JSON object, like {\"ticket\": \"OPS-12\"}")
     try:
-        encoded = json.dumps(value, ensure_ascii=False)
+        encoded = json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("metadata is not valid Unicode (lone surrogate: invalid UTF-8 input?)") from None
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
-    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+    if len(encoded) > MAX_METADATA_BYTES:
         raise ValidationError(f"metadata is larger than {MAX_METADATA_BYTES:,} bytes")
     return value
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
-    DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
+    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
-    validate_namespace, validate_tags, validate_thread,
+    validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
 )
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
 from memcli.store import memory_to_row, quote
@@ -84,10 +84,10 @@ class MemoryService:
             raise ValidationError(f"unknown source {source!r}")
         content = validate_content(item.content)
         ttl_ms = parse_duration_ms(item.ttl) if item.ttl is not None else None
-        created = int(item.created_at) if item.created_at is not None else now
+        created = validate_time_ms(item.created_at, "created_at") if item.created_at is not None else now
         return Memory(
             id=new_id(), content=content, namespace=self._ns(item.namespace),
-            project=item.project if item.project is not None else self.project,
+            project=validate_project(item.project) if item.project is not None else self.project,
             scope=normalise_scope(item.scope, item.agent) if (item.scope or item.agent) else (
                 normalise_scope(agent=self.agent) if self.agent else "global"),
             tags=validate_tags(item.tags), importance=validate_importance(item.importance),
@@ -125,7 +125,14 @@ class MemoryService:
                       progress: Progress | None = None) -> list[RememberResult]:
         """Store several memories with one batched embedding call and one write."""
         now = now_ms()
-        mems = [self._prepare(it, source, now) for it in items]  # validate everything before writing
+        mems = []
+        for n, it in enumerate(items):  # validate everything before writing
+            try:
+                mems.append(self._prepare(it, source, now))
+            except ValidationError as exc:
+                if len(items) == 1:
+                    raise
+                raise ValidationError(f"memory {n + 1}: {exc.message}") from None
         results: list[RememberResult | None] = [None] * len(mems)
         to_write: list[int] = []
         seen: dict[tuple[str, str, str], int] = {}
@@ -477,11 +484,9 @@ def _record_to_memory(r: dict[str, Any]) -> Memory:
         raise ValidationError(f"invalid id {str(mid)[:70]!r}: ids are hex digits and dashes (a UUID)")
     mid = mid.lower()
     created = _int_field(r, "created_at", now)
-    if r.get("project") is not None and not isinstance(r.get("project"), str):
-        raise ValidationError("project must be a string")
     return Memory(
         id=mid, content=content, namespace=validate_namespace(r.get("namespace") or DEFAULT_NAMESPACE),
-        project=r.get("project"), scope=normalise_scope(r.get("scope") or "global"),
+        project=validate_project(r.get("project")), scope=normalise_scope(r.get("scope") or "global"),
         tags=validate_tags(r.get("tags")), importance=validate_importance(r.get("importance", 0.5)),
         key=validate_key(r.get("key")), metadata=validate_metadata(r.get("metadata")),
         source=r.get("source") if r.get("source") in SOURCES else "import", created_at=created,
@@ -507,6 +512,8 @@ def _int_field(r: dict[str, Any], name: str, default: int | None) -> int | None:
         return default
     if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, str) and not v.strip().isdigit()):
         raise ValidationError(f"{name} must be an integer, got {v!r}")
+    if not 0 <= int(v) <= MAX_TIME_MS:  # far inside int64 (a bigger number is a broken file, not a time)
+        raise ValidationError(f"{name} must be between 0 and {MAX_TIME_MS}, got {v!r}")
     return int(v)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -32,6 +33,11 @@ TOKEN_BEST_TTL = 600.0  # seconds a token's best single score is reused (documen
 META_TABLE = "memcli_meta"
 DEFAULT_TABLE = "memories"
 _ID_CHARS = set("0123456789abcdef-")
+
+# Lance gives a commit up after ~30 s when other writers keep winning the race (8 busy writers on 2 cores do
+# that); memcli retries such a write for up to WRITE_RETRY_SECONDS before it reports the store busy.
+BUSY_MARKERS = ("too many concurrent writers", "retryable commit conflict")
+WRITE_RETRY_SECONDS = 180.0
 
 COLUMNS = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata",
            "source", "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context"]
@@ -232,6 +238,28 @@ class MemoryStore(IndexMaintenance):
         return table
 
     # ---------------------------------------------------------------- writes
+    def _commit(self, op: Callable[[], Any], what: str, landed: Callable[[], bool] | None = None) -> Any:
+        """Run one write (one commit). While other writers keep winning the commit race it is retried (after
+        ``landed()`` says the failed attempt did not commit after all, so nothing is written twice); any
+        failure (a full or read-only disk, a busy store) becomes a StoreError with a clear message."""
+        deadline = time.monotonic() + WRITE_RETRY_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                return op()
+            except (OSError, RuntimeError, ValueError) as exc:
+                text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                busy = any(m in text.lower() for m in BUSY_MARKERS)
+                if not busy:
+                    raise StoreError(f"{what} failed: {text}") from exc
+                if time.monotonic() > deadline:
+                    raise StoreError(f"{what} failed: the store is busy (other writers kept committing first "
+                                     f"for {WRITE_RETRY_SECONDS:.0f} s); nothing was written, try again") from exc
+                if landed is not None and landed():
+                    return None
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+
     def insert(self, rows: list[dict[str, Any]]) -> int:
         """Insert rows whose id is new; rows with an existing id are left alone. Returns rows inserted."""
         if not rows:
@@ -239,7 +267,8 @@ class MemoryStore(IndexMaintenance):
         import pyarrow as pa
 
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
-        res = self.table.merge_insert("id").when_not_matched_insert_all().execute(data)
+        res = self._commit(lambda: self.table.merge_insert("id").when_not_matched_insert_all().execute(data),
+                           "writing to the store")
         self._after_write(rows)
         return int(res.num_inserted_rows)
 
@@ -249,7 +278,10 @@ class MemoryStore(IndexMaintenance):
             return 0
         import pyarrow as pa
 
-        self.table.add(pa.Table.from_pylist(rows, schema=self.table.schema))
+        data = pa.Table.from_pylist(rows, schema=self.table.schema)
+        where = "id IN (" + ", ".join(quote(r["id"]) for r in rows) + ")"
+        self._commit(lambda: self.table.add(data), "writing to the store",
+                     landed=lambda: self.count(where) == len(rows))
         self._after_write(rows)
         return len(rows)
 
@@ -273,15 +305,16 @@ class MemoryStore(IndexMaintenance):
             ctx = json.loads(row["context"]) if row.get("context") else []
             row["search_text"] = row_search_text(values["content"], ctx)
         data = pa.Table.from_pylist([row], schema=self.table.schema)
-        res = (self.table.merge_insert("id").when_matched_update_all(where=f"target.version = {version}")
-               .execute(data))
+        res = self._commit(lambda: self.table.merge_insert("id").when_matched_update_all(
+            where=f"target.version = {version}").execute(data), "updating the store")
         self._after_write()
         return int(res.num_updated_rows)
 
     def delete(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0
-        res = self.table.delete("id IN (" + ", ".join(quote(i) for i in ids) + ")")
+        res = self._commit(lambda: self.table.delete("id IN (" + ", ".join(quote(i) for i in ids) + ")"),
+                           "deleting from the store")
         self._after_write()
         return int(res.num_deleted_rows)
 
@@ -289,8 +322,8 @@ class MemoryStore(IndexMaintenance):
     def _rows(self, where: str | None, columns: list[str], limit: int | None = None) -> list[dict[str, Any]]:
         try:
             return self.reader.rows(where, columns, limit)
-        except (OSError, RuntimeError) as exc:
-            raise StoreError(f"reading the store failed: {exc}") from exc
+        except (OSError, RuntimeError, ValueError) as exc:  # ValueError: pyarrow's ArrowInvalid (a damaged file)
+            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
 
     def get(self, memory_id: str, *, with_vector: bool = False) -> Memory | None:
         rows = self._rows(f"id = {quote(memory_id)}", COLUMNS + (VECTOR_COLUMNS if with_vector else []), 2)
@@ -342,7 +375,14 @@ class MemoryStore(IndexMaintenance):
         ds = self.reader.snapshot()
         have = set(ds.schema.names)  # an older schema (reindex migrates it) lacks some columns
         cols = [c for c in COLUMNS + (VECTOR_COLUMNS if with_vector else []) if c in have]
-        for batch in ds.to_batches(columns=cols, filter=where, batch_size=batch_size):
+        batches = iter(ds.to_batches(columns=cols, filter=where, batch_size=batch_size))
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
             yield [_row_to_memory(r, with_vector=with_vector) for r in batch.to_pylist()]
 
     def page(self, where: str | None, *, limit: int, offset: int = 0) -> list[Memory]:
@@ -357,7 +397,10 @@ class MemoryStore(IndexMaintenance):
         return [_row_to_memory(r) for r in self._rows(where, COLUMNS, limit)]
 
     def count(self, where: str | None = None) -> int:
-        return self.reader.count(where)
+        try:
+            return self.reader.count(where)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
 
     def column_values(self, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
         return self._rows(where, columns)

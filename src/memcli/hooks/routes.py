@@ -47,7 +47,7 @@ def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
             payload = json.loads(body.decode("utf-8"))
             if not isinstance(payload, dict):
                 raise ValueError("not an object")
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
             runtime.log(f"{event}: the request body is not a JSON object")
             return JSONResponse({"ok": False, "error": "the body must be a JSON object", "code": "invalid_input"},
                                 status_code=400)

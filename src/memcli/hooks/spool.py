@@ -7,6 +7,7 @@ answering, then drains the queue in the background. A turn is deleted from the q
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -17,6 +18,23 @@ from typing import Any
 from memcli.hooks.client import spool as _write_raw
 
 MAX_ATTEMPTS = 5
+# The disk refused the write (full, read-only, no permission): not the payload's fault, so such a failure does not
+# count against its attempts; the turn stays queued until the store can be written again.
+_UNWRITABLE = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def store_unwritable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says the store cannot be written right now."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _UNWRITABLE:
+            return True
+        text = str(exc)
+        if "the store is busy" in text or any(f"(os error {n})" in text for n in _UNWRITABLE):  # lance's IO errors
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class PermanentError(Exception):
@@ -67,7 +85,7 @@ class Spool:
                             raise PermanentError("not a JSON object")
                     except FileNotFoundError:
                         continue
-                    except (ValueError, UnicodeDecodeError, PermanentError) as exc:
+                    except (ValueError, UnicodeDecodeError, RecursionError, PermanentError) as exc:
                         log(f"spool: {path.name} is not a valid payload ({exc}); moved to spool/failed")
                         self._fail(path)
                         continue
@@ -78,6 +96,10 @@ class Spool:
                         self._fail(path)
                         continue
                     except Exception as exc:  # noqa: BLE001 - transient: keep it queued, retry later
+                        if store_unwritable(exc):
+                            log(f"spool: {path.name} failed ({type(exc).__name__}: {exc}); the store cannot be "
+                                "written now: kept queued")
+                            return done
                         n = self._attempts.get(path.name, 0) + 1
                         self._attempts[path.name] = n
                         log(f"spool: {path.name} failed ({type(exc).__name__}: {exc}); attempt {n}/{MAX_ATTEMPTS}")

@@ -169,7 +169,20 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         ids = run("forget", memory_id)
         return _json_result({"ok": True, "memory_id": ids[0]})
 
+    _forbid_unknown_arguments(mcp)
     return mcp
+
+
+def _forbid_unknown_arguments(mcp: MCPServer) -> None:
+    """An argument a tool does not have is a tool error, as an unknown field is for REST (the SDK drops it
+    silently: `remember(content=…, tag="bug")` would store no tag and say nothing)."""
+    from pydantic import ConfigDict
+
+    for tool in mcp._tool_manager.list_tools():  # noqa: SLF001 - the SDK has no public hook for this
+        base = tool.fn_metadata.arg_model
+        tool.fn_metadata.arg_model = type(base.__name__, (base,),
+                                          {"model_config": ConfigDict(**base.model_config, extra="forbid")})
+        tool.parameters["additionalProperties"] = False
 
 
 def run_stdio(holder: "ServiceHolder") -> None:

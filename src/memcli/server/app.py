@@ -163,6 +163,8 @@ async def read_json(request: Request, limit: int) -> Any:
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"the request body is not valid JSON: {exc.msg} (at character {exc.pos})",
                        "invalid_json") from None
+    except RecursionError:
+        raise ApiError(400, "the request body is nested too deeply", "invalid_json") from None
 
 
 def _object(data: Any, allowed: set[str], what: str) -> dict[str, Any]:
@@ -286,7 +288,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         items = []
         for i, d in enumerate(data):
             try:
-                items.append(_new_memory(d, f"memory {i + 1}"))
+                items.append(_new_memory(d))
             except (TypeError, ValidationError) as exc:
                 raise ValidationError(f"memory {i + 1}: {getattr(exc, 'message', exc)}") from None
         results = await call("remember_many", items, source="api")

@@ -1,0 +1,222 @@
+"""Benchmark concurrent writers on one store: writes/s, per-write latency p50/p95, and the count check.
+
+    python bench/concurrency.py                          # 8 writers; the bundled embedder; cli then rest
+    python bench/concurrency.py --embedder hash          # quick: the test embedder (no model to load)
+    python bench/concurrency.py --writers 8 --cli-per-writer 5 --rest-per-writer 50 --modes cli,rest,lib
+
+Modes (each on a fresh store in a temp dir, all writers released at once):
+
+- ``cli``: each writer is a loop of ``memcli remember TEXT --json``, every write a whole process (import,
+  model load, store open, one write), as a shell script or an agent without MCP would do it;
+- ``rest``: each writer is a process with one HTTP client, ``POST /api/memories`` one memory at a time,
+  against one warm ``memcli serve`` (with a bearer token, as the local server requires);
+- ``lib`` (optional): each writer is a process holding a ``MemoryService`` (the embedded library).
+
+writes/s = acknowledged writes / wall time from the start signal to the last writer's end. Latency is per
+acknowledged write as its writer saw it. Then the store is read back: rows, distinct ids, acknowledged ids
+missing, duplicated contents — "0 lost, 0 duplicated" is the expected line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MEMCLI = str(Path(sys.executable).parent / "memcli")
+
+
+def content(mode: str, writer: int, i: int) -> str:
+    return (f"{mode} writer {writer}, memory {i}: the release checklist step {writer}-{i} requires the "
+            f"cache key k{writer * 10000 + i} and a green canary before the rollout")
+
+
+# ------------------------------------------------------------------------------------------ one writer process
+def worker(mode: str, writer: int, n: int, barrier: Path, url: str) -> None:
+    acked: list[list[Any]] = []
+    if mode == "lib":
+        from memcli.config import load_config
+        from memcli.service import MemoryService
+
+        svc = MemoryService.open(load_config())
+        svc.embedder.embed_query("warm up")  # loading the model is not a write
+    elif mode == "rest":
+        import httpx
+
+        client = httpx.Client(base_url=url, timeout=300,
+                              headers={"Authorization": f"Bearer {os.environ['MEMCLI_TOKEN']}"})
+        client.get("/health")
+    (barrier / f"ready-{os.getpid()}").touch()
+    while not (barrier / "go").exists():
+        time.sleep(0.002)
+    for i in range(n):
+        text = content(mode, writer, i)
+        t0 = time.perf_counter()
+        if mode == "cli":
+            p = subprocess.run([MEMCLI, "remember", text, "--json"], capture_output=True, text=True)
+            mid = json.loads(p.stdout)["memory_id"] if p.returncode == 0 else None
+            if mid is None:
+                print(f"memcli remember failed: {p.stdout} {p.stderr[-500:]}", file=sys.stderr)
+        elif mode == "rest":
+            r = client.post("/api/memories", json={"content": text})
+            mid = r.json()["memory_id"] if r.status_code == 201 else None
+            if mid is None:
+                print(f"POST failed: {r.status_code} {r.text[:300]}", file=sys.stderr)
+        else:
+            mid = svc.remember(text, source="api").memory_id
+        if mid:
+            acked.append([mid, text, time.perf_counter() - t0])
+    print(json.dumps(acked))
+
+
+# ------------------------------------------------------------------------------------------ one mode
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], keep: bool) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix=f"memcli-bench-conc-{mode}-"))
+    home = tmp / "home"
+    env = {**env0, "MEMCLI_HOME": str(home), "MEMCLI_TOKEN": secrets.token_hex(16)}
+    server = None
+    url = ""
+    try:
+        if mode == "rest":
+            port = free_port()
+            log = open(tmp / "serve.log", "wb")
+            server = subprocess.Popen([MEMCLI, "serve", "--port", str(port)], env=env, stdout=log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            url = f"http://127.0.0.1:{port}"
+            wait_ready(url, server)
+        barrier = tmp / "barrier"
+        barrier.mkdir()
+        procs = [subprocess.Popen([sys.executable, __file__, "--worker", mode, str(w), str(per_writer), str(barrier),
+                                   url], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp)
+                 for w in range(writers)]
+        while len(list(barrier.glob("ready-*"))) < writers:
+            if any(p.poll() is not None for p in procs):
+                raise SystemExit("a writer died before the start:\n" + b"".join(
+                    p.stderr.read() for p in procs if p.poll() is not None).decode(errors="replace")[-3000:])
+            time.sleep(0.01)
+        t0 = time.perf_counter()
+        (barrier / "go").touch()
+        acked: list[list[Any]] = []
+        errors = 0
+        for p in procs:
+            out, err = p.communicate()
+            if p.returncode != 0 or err.strip():
+                errors += 1
+                sys.stderr.write(err.decode(errors="replace")[-2000:])
+            acked += json.loads(out.decode().strip().splitlines()[-1]) if out.strip() else []
+        wall = time.perf_counter() - t0
+        if server is not None:
+            server.send_signal(signal.SIGTERM)
+            server.wait(60)
+        check = count_check(home, env, acked, {content(mode, w, i) for w in range(writers) for i in range(per_writer)})
+        lat = [a[2] for a in acked]
+        return {"mode": mode, "writers": writers, "writes": len(acked), "attempted": writers * per_writer,
+                "wall_s": wall, "writes_per_s": len(acked) / wall, "p50_ms": 1000 * statistics.median(lat),
+                "p95_ms": 1000 * pct(lat, 0.95), "writer_errors": errors, **check}
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+            server.wait(10)
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wait_ready(url: str, proc: subprocess.Popen) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"memcli serve exited with {proc.returncode}")
+        try:
+            r = httpx.get(url + "/health", timeout=1)
+            if r.status_code == 200 and r.json().get("ready"):
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit("memcli serve was not ready in 120 s")
+
+
+def count_check(home: Path, env: dict[str, str], acked: list[list[Any]], expected: set[str]) -> dict[str, int]:
+    """Read every row back in a separate process (the writers' embedder, no server)."""
+    code = ("import json; from memcli.config import load_config; from memcli.service import MemoryService; "
+            "s = MemoryService.open(load_config()); "
+            "print(json.dumps(s.store.column_values(None, ['id', 'content']))); s.close()")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    rows = json.loads(p.stdout.strip().splitlines()[-1])
+    ids = Counter(r["id"] for r in rows)
+    contents = Counter(r["content"] for r in rows)
+    acked_ids = {a[0] for a in acked}
+    return {"rows": len(rows), "distinct_ids": len(ids),
+            "lost": len(acked_ids - set(ids)),  # acknowledged but not stored
+            "duplicated": sum(n - 1 for n in contents.values() if n > 1) + sum(n - 1 for n in ids.values() if n > 1),
+            "unexpected": len(set(contents) - expected)}
+
+
+# ------------------------------------------------------------------------------------------ main
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        _, _, mode, writer, n, barrier, url = sys.argv
+        worker(mode, int(writer), int(n), Path(barrier), url)
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--writers", type=int, default=8)
+    ap.add_argument("--modes", default="cli,rest", help="comma-separated: cli, rest, lib")
+    ap.add_argument("--cli-per-writer", type=int, default=5, help="`memcli remember` processes per CLI writer")
+    ap.add_argument("--rest-per-writer", type=int, default=50)
+    ap.add_argument("--lib-per-writer", type=int, default=50)
+    ap.add_argument("--embedder", default="local", help="local (the bundled model, default) or hash (quick)")
+    ap.add_argument("--keep", action="store_true", help="keep the temp homes")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    a = ap.parse_args()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
+    env["MEMCLI_EMBEDDER"] = a.embedder
+    per = {"cli": a.cli_per_writer, "rest": a.rest_per_writer, "lib": a.lib_per_writer}
+    results = []
+    for mode in [m.strip() for m in a.modes.split(",") if m.strip()]:
+        print(f"... {mode}: {a.writers} writers x {per[mode]} ({a.embedder} embedder)", file=sys.stderr, flush=True)
+        results.append(run_mode(mode, a.writers, per[mode], env, a.keep))
+    print(f"\n{a.writers} concurrent writers, embedder {a.embedder}, {os.cpu_count()} cores\n")
+    head = ("mode", "writes", "wall s", "writes/s", "p50 ms", "p95 ms", "rows", "lost", "duplicated")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in results:
+        rate = f"{r['writes_per_s']:.2f}" if r["writes_per_s"] < 10 else f"{r['writes_per_s']:.1f}"
+        print(f"| {r['mode']} | {r['writes']}/{r['attempted']} | {r['wall_s']:.1f} | {rate} | "
+              f"{r['p50_ms']:.0f} | {r['p95_ms']:.0f} | {r['rows']} | {r['lost']} | {r['duplicated']} |")
+    ok = all(r["lost"] == 0 and r["duplicated"] == 0 and r["rows"] == r["writes"] == r["attempted"]
+             and not r["unexpected"] for r in results)
+    print("\ncount check: " + ("0 lost, 0 duplicated" if ok else "FAILED: " + json.dumps(results)))
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(results, indent=2))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
