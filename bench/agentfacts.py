@@ -192,20 +192,28 @@ def gate_bench(sizes: list[int], dump: Path | None) -> dict[str, Any]:
                 ok += 1
             else:
                 misses.append(q["question"])
-        noisy = [o["prompt"] for o in data["offtopic"] if inject(o["prompt"])]
+        noisy = [o for o in data["offtopic"] if inject(o["prompt"])]
+        unrelated = [o for o in data["offtopic"] if o["kind"] == "unrelated"]
+        noisy_u = [o["prompt"] for o in noisy if o["kind"] == "unrelated"]
+        noisy_n = [o["prompt"] for o in noisy if o["kind"] != "unrelated"]
+        n_near = len(data["offtopic"]) - len(unrelated)
         if dump is not None:
             signals[str(size)] = {"answerable": [{"q": q["question"], "relevant": q["relevant"],
                                                   **trace(q["question"])} for q in answerable],
                                   "offtopic": [{"q": o["prompt"], **trace(o["prompt"])}
                                                for o in data["offtopic"]]}
         svc.close()
-        results[str(size)] = {"answerable": len(answerable), "injected": ok, "offtopic": len(data["offtopic"]),
-                              "offtopic_injecting": len(noisy), "misses": misses[:10], "noisy": noisy,
-                              "p50_ms": statistics.median(lat)}
+        results[str(size)] = {"answerable": len(answerable), "injected": ok, "unrelated": len(unrelated),
+                              "unrelated_injecting": noisy_u, "near_topic": n_near, "near_topic_injecting": noisy_n,
+                              "misses": misses[:10], "p50_ms": statistics.median(lat)}
         print(f"{size:>6} memories: answerable prompts whose memory is injected {ok}/{len(answerable)} "
-              f"({ok / max(1, len(answerable)):.0%}); off-topic prompts that inject anything "
-              f"{len(noisy)}/{len(data['offtopic'])} ({len(noisy) / len(data['offtopic']):.0%}); "
-              f"prompt_context p50 {statistics.median(lat):.0f} ms (in-process)", flush=True)
+              f"({ok / max(1, len(answerable)):.0%}); off-topic prompts that inject anything: unrelated "
+              f"{len(noisy_u)}/{len(unrelated)} ({len(noisy_u) / len(unrelated):.0%}), near-topic {len(noisy_n)}/"
+              f"{n_near} ({len(noisy_n) / n_near:.0%}), all {len(noisy)}/{len(data['offtopic'])} "
+              f"({len(noisy) / len(data['offtopic']):.0%}); prompt_context p50 {statistics.median(lat):.0f} ms "
+              f"(in-process)", flush=True)
+        if noisy_u:
+            print(f"        unrelated prompts that injected: {noisy_u}")
     print("targets: >= 90% injected at every size, <= 5% of off-topic prompts inject")
     if dump is not None:
         dump.parent.mkdir(parents=True, exist_ok=True)

@@ -134,7 +134,7 @@ def main() -> None:
           f"{sum(len(c['questions']) for c in convs)} questions (categories 1-4)", flush=True)
     t0 = time.perf_counter()
     dias_of: dict[str, set[str]] = defaultdict(set)  # memory id -> the turns it stands for
-    mem_of: dict[str, str] = {}
+    mem_of: dict[tuple[str, str], str] = {}  # (conversation, turn) -> memory id
     for c in convs:
         items = [NewMemory(content=t["text"], namespace=f"locomo-{c['id']}", thread=f"session-{t['session']}",
                            created_at=t["ts"], metadata={"dia_id": t["dia_id"], "session": t["session"],
@@ -142,7 +142,7 @@ def main() -> None:
         res = svc.remember_many(items, source="import")
         for t, r in zip(c["turns"], res):
             dias_of[r.memory_id].add(t["dia_id"])
-            mem_of[t["dia_id"]] = r.memory_id
+            mem_of[(c["id"], t["dia_id"])] = r.memory_id
     svc.compact()
     print(f"ingested through remember_many in {time.perf_counter() - t0:.0f}s", flush=True)
 
@@ -154,7 +154,7 @@ def main() -> None:
         dias = [t["dia_id"] for t in c["turns"]]
         bm = PlainBM25(texts)
         own = {m.id: m.vector for m in svc.store.scan(f"namespace = '{ns}'", with_vector=True)}
-        pv = np.asarray([own[mem_of[d]] for d in dias], dtype=np.float32)  # the memories' own e5 vectors
+        pv = np.asarray([own[mem_of[(c["id"], d)]] for d in dias], dtype=np.float32)  # the memories' own e5 vectors
         for q in c["questions"]:
             t = time.perf_counter()
             hits = svc.recall(q["q"], namespace=ns, top_k=10)

@@ -490,3 +490,17 @@ def test_human_output_never_interprets_memory_text_as_markup(monkeypatch: pytest
     assert "[bold]x[/bold]" in run("get", mid).replace("\n", "")
     res = runner.invoke(app, ["remember", "x", "--tag", "[/]" * 60])
     assert res.exit_code == 1 and "[/]" in res.stderr
+
+
+def test_history_shows_changes_and_survives_forget(home: Path) -> None:
+    mid = run("remember", "the cache is redis 7", "--json")["memory_id"]
+    run("update", mid[-8:], "--importance", "0.8", "--json")
+    events = run("history", mid[-8:], "--json")
+    assert [e["action"] for e in events] == ["remember", "update"]
+    assert events[1]["changes"] == {"importance": [0.5, 0.8]} and events[1]["version"] == 2
+    run("forget", mid, "--json")
+    assert [e["action"] for e in run("history", mid, "--json")] == ["remember", "update", "forget"]
+    err = run("history", "ffffffff", "--json", code=1)
+    assert "no memory" in json.dumps(err)
+    res = runner.invoke(app, ["history", mid], env={"MEMCLI_JSON": "0"})
+    assert res.exit_code == 0 and "update" in res.stdout and "importance" in res.stdout

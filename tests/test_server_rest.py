@@ -102,6 +102,9 @@ def test_patch_if_match(api: httpx.Client, ns: str) -> None:
     assert stale.status_code == 412
     assert stale.json()["code"] == "version_conflict" and "version 2" in stale.json()["error"]
     assert api.get(f"/api/memories/{mid}").json()["content"] == "deploys go through fly.io (region ams)"
+    hist = api.get(f"/api/memories/{mid}/history").json()  # the refused update left no trace
+    assert [(e["action"], e["actor"], e["version"]) for e in hist] == [("remember", "api", 1), ("update", "api", 2)]
+    assert hist[1]["changes"]["content"] == ["deploys go through fly.io", "deploys go through fly.io (region ams)"]
 
 
 def test_list_filters_and_paging(api: httpx.Client, ns: str) -> None:

@@ -283,3 +283,23 @@ def test_an_older_store_schema_asks_for_reindex_which_migrates_it(home: Path) ->
     svc = MemoryService.open(load_config(home))
     assert svc.get(mid).content == "written under the old schema"
     svc.close()
+
+
+def test_history_records_who_changed_what(service: MemoryService) -> None:
+    service.actor = None
+    service.agent = "codex"
+    mid = service.remember("deploys go out on tuesdays", tags=["schedule"]).memory_id
+    service.update(mid, content="deploys go out on tuesdays and thursdays", importance=0.9, source="api")
+    service.agent = None
+    service.update(mid, tags=["schedule", "release"], source="mcp")
+    events = service.history(mid[-8:])
+    assert [(e.action, e.actor, e.version) for e in events] == [
+        ("remember", "agent:codex", 1), ("update", "agent:codex", 2), ("update", "mcp", 3)]
+    assert events[1].changes["content"] == ["deploys go out on tuesdays", "deploys go out on tuesdays and thursdays"]
+    assert events[1].changes["importance"] == [0.5, 0.9] and "tags" not in events[1].changes
+    assert events[2].changes == {"tags": [["schedule"], ["schedule", "release"]]}
+    service.forget(mid)
+    after = service.history(mid)  # a forgotten memory's full id still shows its history
+    assert after[-1].action == "forget" and after[-1].changes["content"][0].startswith("deploys go out")
+    with pytest.raises(NotFoundError):
+        service.history("ffffffff-ffff-7fff-bfff-ffffffffffff")

@@ -87,6 +87,7 @@ class IndexMaintenance:
     auto_compact_fragments: int
 
     # provided by MemoryStore
+    audit: Any
     count: Callable[..., int]
     _rows: Callable[..., list[dict[str, Any]]]
 
@@ -301,6 +302,7 @@ class IndexMaintenance:
             except (OSError, RuntimeError, ValueError) as exc:  # old versions are only disk space
                 log.warning("cleanup of old versions failed: %s", exc)
             self.facts.forget("vector_index")
+            self.audit.compact()
         return {"compacted": True, "fragments_before": before, "fragments": self.fragment_count()}
 
     @staticmethod

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memcli.audit import AuditEvent, clip, diff
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
     DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
@@ -50,7 +51,7 @@ class MemoryService:
 
     def __init__(self, store: "MemoryStore", embedder: "Embedder", *, namespace: str = DEFAULT_NAMESPACE,
                  agent: str | None = None, project: str | None = None, duplicate_threshold: float = 0.90,
-                 search: SearchOptions | None = None) -> None:
+                 search: SearchOptions | None = None, actor: str | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.namespace = validate_namespace(namespace)
@@ -59,6 +60,17 @@ class MemoryService:
         self.duplicate_threshold = duplicate_threshold
         self.search = search or SearchOptions()
         self.calibration = embedder.calibration()
+        # who the audit log names for this service's changes: a face may set it (the team server: the token's
+        # agent); else the configured agent, else the face (source) of each call
+        self.actor = actor
+
+    def _actor(self, source: str) -> str:
+        if self.actor:
+            return self.actor
+        return normalise_scope(agent=self.agent) if self.agent else source
+
+    def _audit(self, events: list[AuditEvent]) -> None:
+        self.store.audit.record(events)
 
     @classmethod
     def open(cls, config: "Config", *, project: str | None = None, allow_mismatch: bool = False) -> "MemoryService":
@@ -141,7 +153,7 @@ class MemoryService:
             if m.key is not None:
                 existing = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key)}", 1)
                 if existing:
-                    self._upsert_by_key(existing[0], m)
+                    self._upsert_by_key(existing[0], m, source)
                     results[i] = RememberResult(memory_id=existing[0].id, created=False, updated=True)
                     continue
             ident = (m.namespace, m.scope, m.content_hash)
@@ -162,6 +174,8 @@ class MemoryService:
                 results[i] = RememberResult(memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar])
                 rows.append(memory_to_row(mems[i], vec, cvec))
             self.store.add(rows)
+            self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=self._actor(source),
+                                    namespace=mems[i].namespace, version=1) for i in to_write])
         return [r for r in results if r is not None]
 
     def _existing_by_hash(self, mems: Sequence[Memory], now: int) -> dict[tuple[str, str, str], str]:
@@ -206,7 +220,7 @@ class MemoryService:
                 progress(min(start + batch, len(mems)), len(mems))
         return own, ctx
 
-    def _upsert_by_key(self, old: Memory, new: Memory) -> None:
+    def _upsert_by_key(self, old: Memory, new: Memory, source: str) -> None:
         values: dict[str, Any] = {"tags": new.tags, "importance": new.importance, "scope": new.scope,
                                   "metadata": new.metadata, "expires_at": new.expires_at, "updated_at": new.updated_at,
                                   "version": old.version + 1, "source": new.source}
@@ -215,6 +229,9 @@ class MemoryService:
             values.update(self._vector_values(new.content, old.context))
         if not self.store.update(old.id, values, expected_version=old.version):
             raise VersionConflictError(f"memory {old.id} changed while it was being updated; try again")
+        self._audit([AuditEvent(memory_id=old.id, action="update", actor=self._actor(source),
+                                namespace=old.namespace, version=old.version + 1, note=f"key {new.key}",
+                                changes=diff(_fields(old), values))])
 
     def _vector_values(self, content: str, context: list[str]) -> dict[str, Any]:
         probe = Memory(id="", content=content, context=list(context))
@@ -314,7 +331,7 @@ class MemoryService:
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
                importance: float | None = None, scope: str | None = None, agent: str | None = None,
                metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
-               expected_version: int | None = None) -> Memory:
+               expected_version: int | None = None, source: str = "cli") -> Memory:
         """Change a memory; re-embeds only when the content changes; version + 1."""
         mem = self.get(ref)
         if expected_version is not None and int(expected_version) != mem.version:
@@ -343,19 +360,36 @@ class MemoryService:
         values.update(updated_at=now_ms(), version=mem.version + 1)
         if not self.store.update(mem.id, values, expected_version=mem.version):
             raise VersionConflictError(f"memory {mem.id} changed while it was being updated; read it and try again")
+        self._audit([AuditEvent(memory_id=mem.id, action="update", actor=self._actor(source), namespace=mem.namespace,
+                                version=mem.version + 1, changes=diff(_fields(mem), values))])
         updated = self.store.get(mem.id)
         assert updated is not None
         return updated
 
-    def forget(self, refs: Sequence[str] | str) -> list[str]:
+    def forget(self, refs: Sequence[str] | str, *, source: str = "cli") -> list[str]:
         """Delete memories by id or unique prefix; every id is resolved before anything is deleted."""
         if isinstance(refs, str):
             refs = [refs]
         if not refs:
             raise ValidationError("give at least one memory id")
         ids = list(dict.fromkeys(self.store.resolve_id(r) for r in refs))
+        gone = self.store.get_many(ids)
         self.store.delete(ids)
+        self._audit([AuditEvent(memory_id=m.id, action="forget", actor=self._actor(source), namespace=m.namespace,
+                                version=m.version, changes={"content": [clip(m.content), None]}) for m in gone])
         return ids
+
+    def history(self, ref: str) -> list[AuditEvent]:
+        """Who changed this memory, how and when, oldest first (a forgotten memory's full id still works)."""
+        try:
+            mid = self.store.resolve_id(ref)
+        except NotFoundError:
+            ref_id = ref.strip().lower()
+            events = self.store.audit.history(ref_id)
+            if not events:
+                raise
+            return events
+        return self.store.audit.history(mid)
 
     # ------------------------------------------------------------------ export / import
     def export(self, *, namespace: str | None = None, scope: str | None = None, tags: Sequence[str] | None = None,
@@ -400,7 +434,11 @@ class MemoryService:
             own, ctx = self._embed_memories(need) if need else ([], [])
             fresh = iter(zip(own, ctx))
             rows = [memory_to_row(m, *(v if v is not None else next(fresh))) for m, v in chunk]
-            added += self.store.insert(rows)
+            n = self.store.insert(rows)
+            added += n
+            if n:
+                self._audit([AuditEvent(memory_id=m.id, action="import", actor=self._actor("import"),
+                                        namespace=m.namespace, version=m.version) for m, _ in chunk])
             if progress:
                 progress(min(start + batch, len(todo)), len(todo))
         return {"read": len(recs), "added": added, "skipped": len(recs) - added}
@@ -462,18 +500,30 @@ class MemoryService:
         if expired and archive:
             archive(expired)
         n_exp = self.store.delete([m.id for m in expired])
+        self._audit([AuditEvent(memory_id=m.id, action="archive", actor="distill", namespace=m.namespace,
+                                version=m.version, note="expired") for m in expired])
         rows = self.store.column_values(None, ["id", "namespace", "scope", "content_hash", "created_at"])
         rows.sort(key=lambda r: (r["created_at"], r["id"]))
         first: dict[tuple[str, str, str], str] = {}
         dups = []
+        dup_of: list[tuple[str, tuple[str, str, str]]] = []
         for r in rows:
             k = (r["namespace"], r["scope"], r["content_hash"])
             if k in first:
                 dups.append(r["id"])
+                dup_of.append((r["id"], k))
             else:
                 first[k] = r["id"]
         n_dup = self.store.delete(dups)
+        self._audit([AuditEvent(memory_id=d, action="forget", actor="distill", note=f"exact duplicate of {first[k]}")
+                     for d, k in dup_of])
         return {"expired_archived": n_exp, "duplicates_merged": n_dup}
+
+
+def _fields(m: Memory) -> dict[str, Any]:
+    """A memory's changeable fields, as the store's update values name them."""
+    return {"content": m.content, "tags": list(m.tags), "importance": m.importance, "scope": m.scope,
+            "metadata": m.metadata, "expires_at": m.expires_at, "source": m.source}
 
 
 def _record_to_memory(r: dict[str, Any]) -> Memory:

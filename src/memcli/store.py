@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memcli.audit import AuditLog
 from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
 from memcli.models import MIN_PREFIX, Memory
 from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
@@ -165,6 +166,7 @@ class MemoryStore(IndexMaintenance):
                 Path(uri).mkdir(parents=True, exist_ok=True)
             self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), storage_options=storage_options)
             self._meta = self._open_meta()
+            self.audit = AuditLog(self.db)
             meta = self.read_meta()
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"cannot open the store at {uri}: {exc}. Run `memcli doctor`.") from exc

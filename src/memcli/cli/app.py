@@ -16,7 +16,7 @@ from memcli.errors import MemcliError
 # Each module defines `register(app)`; one module per command (pipx style).
 COMMAND_MODULES = [
     "remember", "recall", "list_cmd", "get", "update", "forget", "check_duplicate", "export", "import_cmd",
-    "stats", "doctor", "reindex", "compact", "distill", "serve", "mcp_cmd", "hook", "setup",
+    "history", "stats", "doctor", "reindex", "compact", "distill", "serve", "mcp_cmd", "hook", "setup",
 ]
 
 

@@ -155,7 +155,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
     ) -> CallToolResult:
         """Correct or refine an existing memory; only the fields given change. Returns {"ok", "memory_id", "version"}."""
         mem = run("update", memory_id, content=content, tags=tags,
-                  importance=importance, scope=scope, expected_version=expected_version)
+                  importance=importance, scope=scope, expected_version=expected_version, source="mcp")
         return _json_result({"ok": True, "memory_id": mem.id, "version": mem.version})
 
     @mcp.tool(
@@ -166,7 +166,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
     )
     def forget(memory_id: MemoryId) -> CallToolResult:
         """Delete a memory for good (every agent loses it). Use for wrong or obsolete memories. Returns {"ok"}."""
-        ids = run("forget", memory_id)
+        ids = run("forget", memory_id, source="mcp")
         return _json_result({"ok": True, "memory_id": ids[0]})
 
     _forbid_unknown_arguments(mcp)

@@ -307,12 +307,16 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
             if not _is_int(expected):
                 raise ValidationError("expected_version must be an integer (the version you read)")
         d = {k: v for k, v in d.items() if k != "expected_version"}
-        mem = await call("update", request.path_params["memory_id"], expected_version=expected, **d)
+        mem = await call("update", request.path_params["memory_id"], expected_version=expected, source="api", **d)
         return JSONResponse(mem.item(), headers=_etag(mem.version))
 
     async def delete_memory(request: Request) -> Response:
-        ids = await call("forget", request.path_params["memory_id"])
+        ids = await call("forget", request.path_params["memory_id"], source="api")
         return JSONResponse({"ok": True, "memory_id": ids[0]})
+
+    async def memory_history(request: Request) -> Response:
+        events = await call("history", request.path_params["memory_id"])
+        return JSONResponse([e.to_dict() for e in events])
 
     async def search(request: Request, mode: str = "hybrid") -> Response:
         q = request.query_params
@@ -335,6 +339,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         Route("/api/memories/{memory_id}", get_memory, methods=["GET"]),
         Route("/api/memories/{memory_id}", patch_memory, methods=["PATCH"]),
         Route("/api/memories/{memory_id}", delete_memory, methods=["DELETE"]),
+        Route("/api/memories/{memory_id}/history", memory_history, methods=["GET"]),
         Route("/api/search", search, methods=["GET"]),
         Route("/api/vector-search", vector_search, methods=["GET"]),
     ]
