@@ -202,7 +202,13 @@ def save_config(home: Path, values: Mapping[str, Any]) -> Path:
         body = [f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None]
         if body:
             lines += ["", f"[{name}]", *body]
-    home.mkdir(parents=True, exist_ok=True)
+    from memcli.home import PRIVATE_FILE, secure_home
+
+    secure_home(home)
     path = config_path(home)
-    path.write_text("\n".join(lines).lstrip("\n") + "\n", encoding="utf-8")
+    # it may hold an API key or the server token: the user's alone
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines).lstrip("\n") + "\n")
+    os.chmod(path, PRIVATE_FILE)
     return path

@@ -106,6 +106,16 @@ class RemoteService:
             raise err(message)
         raise Unavailable(f"{method} {path}: HTTP {status} {code or ''}".rstrip())
 
+    def health(self) -> dict[str, Any]:
+        """``/health`` as this client sees it: Unavailable unless the server accepts our token and is the
+        home we expect (the home id is only in the answer when the token was accepted)."""
+        d = self._request("GET", "/health")
+        if not isinstance(d, dict) or not d.get("home_id"):
+            raise Unavailable("the server did not accept this home's token")
+        if self.endpoint.home_id and d["home_id"] != self.endpoint.home_id:
+            raise Unavailable("the server belongs to another memcli home")
+        return d
+
     # ------------------------------------------------------------------ the read API
     def recall(self, query: str, *, top_k: int = 5, namespace: str | None = None, scope: str | None = None,
                agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,

@@ -20,23 +20,25 @@ Converter = Callable[[Any], Any]
 
 
 def _to_int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError("not an integer")
+    """pydantic's lax int: "7", " 7 ", "+7", "1_000", "3.0" (not "3.5", "1e3" or non-ASCII digits)."""
     if isinstance(value, int):
-        return value
+        return int(value)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("not an integer")
+        return int(value)
     text = str(value).strip()
-    try:
-        return int(text)
-    except ValueError:
-        f = float(text)  # "3.0" is 3, as pydantic's lax mode has it; "3.5" is an error
-        if not f.is_integer():
-            raise ValueError("not an integer") from None
-        return int(f)
+    whole, dot, frac = text.partition(".")
+    if not text.isascii() or (dot and frac.strip("0")):
+        raise ValueError("not an integer")
+    return int(whole)
 
 
 def _to_float(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError("not a number")
+    if isinstance(value, str):
+        if not value.isascii():
+            raise ValueError("not a number")
+        return float(value.strip())
     return float(value)
 
 
