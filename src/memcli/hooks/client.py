@@ -428,24 +428,17 @@ def wait_own_server(s: Settings, deadline: float) -> int | None:
 
 # --------------------------------------------------------------------------- the hook
 def event_deadline_ms(event: str, base_ms: int) -> int:
-    """How long a running server may take to answer. UserPromptSubmit: the configured deadline (1.5 s);
-    SessionStart: twice that; Stop (an async hook): at least 4 s before the payload is spooled instead;
-    SessionEnd (1.5 s for every plugin): 0.5 s at most."""
+    """How long the hook may take, from its start. UserPromptSubmit: the configured deadline (1.5 s).
+    SessionStart: most of the 10 s hooks.json gives it — a server that is cold (started by this hook or by
+    another a moment ago) opens the store and loads the model first, seconds on a busy machine, and the
+    session's first digest is worth the wait. Stop (an async hook): at least 4 s before the payload is spooled
+    instead. SessionEnd (1.5 s for every plugin): 0.5 s at most."""
     if event == "SessionStart":
-        return 2 * base_ms
+        return max(2 * base_ms, SESSION_START_WAIT_MS)
     if event == "Stop":
         return max(base_ms, 4000)
     if event == "SessionEnd":
         return min(base_ms, 500)
-    return base_ms
-
-
-def start_wait_ms(event: str, base_ms: int) -> int:
-    """How long the hook may wait for a server it had to start, counted from the hook's start: SessionStart
-    uses most of its 10 s (a cold server loads the store and the model: seconds on a busy machine, and the
-    session's first digest is worth it); UserPromptSubmit keeps its short budget."""
-    if event == "SessionStart":
-        return max(2 * base_ms, SESSION_START_WAIT_MS)
     return base_ms
 
 
@@ -487,12 +480,11 @@ def run(event: str, data: bytes, s: Settings, t0: float) -> bytes:
                     start_server(s, port)
                 return b""
             start_server(s, port)
-            wait = t0 + start_wait_ms(event, s.deadline_ms) / 1000.0
-            own = wait_own_server(s, wait)
+            own = wait_own_server(s, deadline)
             if own is None:
                 log(s.home, f"{event}: no server of this home yet; started it, nothing injected this time")
                 return b""
-            answer = http(own, "POST", f"/hooks/{event}", data, s.token, max(deadline, wait), s.home_id)
+            answer = http(own, "POST", f"/hooks/{event}", data, s.token, deadline, s.home_id)
         status, body = answer
     except (Timeout, ServerDown, OSError) as exc:
         if event == "Stop":
