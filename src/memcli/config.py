@@ -15,10 +15,6 @@ from typing import Any, Mapping
 from memcli.errors import ConfigError
 from memcli.models import DEFAULT_NAMESPACE, validate_namespace
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CONFIG_FILE = "config.toml"
 
@@ -149,6 +145,10 @@ def load_config(
     cfg = Config(home=home_path)
     path = config_path(home_path)
     if path.exists():
+        if sys.version_info >= (3, 11):  # imported only when there is a file to read (~5 ms)
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 import time
 from dataclasses import dataclass
@@ -144,6 +143,8 @@ def load_or_create_auth(home: Path) -> HomeAuth:
     existing = read_auth(home)
     if existing is not None:
         return existing
+    import secrets  # only when creating (base64, hmac, random…: not on a client's path)
+
     secure_home(home)
     body = json.dumps({"home_id": secrets.token_hex(8), "token": secrets.token_urlsafe(32)}).encode()
     path = auth_path(home)
