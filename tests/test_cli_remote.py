@@ -68,6 +68,8 @@ READS = [
     ("list", "--tag", "decision", "--json"),
     ("list", "--agent", "codex", "--json"),
     ("list", "--all-namespaces", "--limit", "10", "--json"),
+    ("list", "--since", "100y", "--json"),  # before 1970: negative epoch ms, sent exactly (since_ms)
+    ("recall", "billing", "--since", "1970-01-01T00:00:05", "--until", "1h", "--json"),
     ("check-duplicate", "The billing service uses PostgreSQL 16 for JSONB support", "--json"),
     ("stats", "--json"),
 ]
@@ -108,7 +110,8 @@ def test_reads_go_through_the_server_with_the_same_output(served: ServerProc, tm
     assert p.returncode == 0 and json.loads(p.stdout)["memory_id"] == mid
     assert through_server[READS[0]][0]["content"].startswith("The billing service")
     assert [h["content"] for h in through_server[READS[3]]] == ["Lunch is at noon on Fridays"]
-    assert through_server[READS[2]][0]["explain"] and through_server[READS[7]]["is_duplicate"] is True
+    assert through_server[READS[2]][0]["explain"] and through_server[READS[9]]["is_duplicate"] is True
+    assert len(through_server[READS[7]]) == 3 and through_server[READS[8]] == []
     assert cli(foreign, "remember", "a write opens the store here", cwd=cwd).returncode == 1  # writes are local
 
     # The same commands with no server of this home (server.json moved away): the store, opened here.

@@ -125,7 +125,7 @@ class RemoteService:
         """Hybrid recall (see ``MemoryService.recall``)."""
         q: list[tuple[str, Any]] = [
             ("q", query), ("top_k", top_k), ("namespace", namespace or self.namespace), ("scope", scope),
-            ("agent", agent), ("since", since), ("until", until),
+            ("agent", agent), ("since_ms", since), ("until_ms", until),
             ("project", project if project is not None else self.project), ("project_only", project_only),
             ("include_expired", include_expired), ("explain", explain), ("mode", mode),
             ("min_score", min_score or None)]
@@ -139,8 +139,8 @@ class RemoteService:
         """Memories matching exact filters, newest first (see ``MemoryService.list``)."""
         q: list[tuple[str, Any]] = [
             ("namespace", None if all_namespaces else namespace or self.namespace),
-            ("all_namespaces", all_namespaces or None), ("scope", scope), ("agent", agent), ("since", since),
-            ("until", until), ("project", project), ("source", source), ("include_expired", include_expired),
+            ("all_namespaces", all_namespaces or None), ("scope", scope), ("agent", agent), ("since_ms", since),
+            ("until_ms", until), ("project", project), ("source", source), ("include_expired", include_expired),
             ("limit", limit), ("offset", offset)]
         q += [("tag", t) for t in tags or ()]
         return [_memory(d) for d in self._request("GET", "/api/memories", q)]

@@ -233,6 +233,11 @@ def _float(params: Any, name: str, default: float) -> float:
 
 
 def _time(params: Any, name: str) -> int | None:
+    """``since=2d`` / an ISO date / epoch ms, or ``since_ms=<any integer>``: exact epoch milliseconds (what
+    memcli's own client sends: a short or negative number would read as a duration otherwise)."""
+    exact = _int(params, f"{name}_ms")
+    if exact is not None:
+        return exact
     value = params.get(name)
     return parse_time_ms(value) if value else None
 
