@@ -32,8 +32,20 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """A real `memcli` process (the path the skills take)."""
     return subprocess.run([MEMCLI, *args], env=env, capture_output=True, text=True, timeout=120,
                           cwd=str(cwd) if cwd else None)
+
+
+def local(env: dict[str, str], *args: str) -> Any:
+    """The same command in this process (the store path, without paying LanceDB's import per command)."""
+    from typer.testing import CliRunner
+
+    from memcli.cli.app import app
+
+    r = CliRunner().invoke(app, list(args), env=env)
+    assert r.exit_code == 0, (args, r.output)
+    return json.loads(r.output)
 
 
 def _seed(home: Path) -> None:
@@ -94,7 +106,8 @@ def _same(a: Any, b: Any) -> None:
         assert a == b
 
 
-def test_reads_go_through_the_server_with_the_same_output(served: ServerProc, tmp_path: Path) -> None:
+def test_reads_go_through_the_server_with_the_same_output(served: ServerProc, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     cwd = tmp_path / "shop"
     cwd.mkdir()
     # Proof that the server answers: this environment names an embedder the store was not built with, so
@@ -118,14 +131,13 @@ def test_reads_go_through_the_server_with_the_same_output(served: ServerProc, tm
     sj = served.home / "server.json"
     hidden = sj.with_name("server.json.hidden")
     os.replace(sj, hidden)
+    monkeypatch.chdir(cwd)
     try:
         env = _env(served.home)
         for args in READS:
-            p = cli(env, *args, cwd=cwd)
-            assert p.returncode == 0, (args, p.stderr)
-            _same(json.loads(p.stdout), through_server[args])
-        p = cli(env, "get", mid, "--json", cwd=cwd)
-        assert json.loads(p.stdout)["memory_id"] == mid
+            _same(local(env, *args), through_server[args])
+        assert local(env, "get", mid, "--json")["memory_id"] == mid
+        assert cli(env, *READS[0], cwd=cwd).returncode == 0  # and as a process
     finally:
         os.replace(hidden, sj)
 
@@ -177,7 +189,7 @@ def test_falls_back_to_the_store_when_no_server_of_this_home_answers(tmp_path: P
     home = tmp_path / "home"
     _seed(home)
     env = _env(home)
-    expected = json.loads(cli(env, "list", "-A", "--json").stdout)  # no server.json: the store
+    expected = local(env, "list", "-A", "--json")  # no server.json: the store
     assert len(expected) == 4
     from memcli.home import load_or_create_auth
 
@@ -195,9 +207,9 @@ def test_falls_back_to_the_store_when_no_server_of_this_home_answers(tmp_path: P
         }
         for why, info in cases.items():
             (home / "server.json").write_text(json.dumps(info))
-            p = cli(env, "list", "-A", "--json")
-            assert p.returncode == 0, (why, p.stderr)
-            _same(json.loads(p.stdout), expected)
+            _same(local(env, "list", "-A", "--json"), expected)  # falls back: the same answer
+        p = cli(env, "list", "-A", "--json")  # and as a process, with the last case
+        assert p.returncode == 0 and len(json.loads(p.stdout)) == 4, p.stderr
     finally:
         httpd.shutdown()
         (home / "server.json").unlink(missing_ok=True)

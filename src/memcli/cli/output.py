@@ -25,12 +25,20 @@ class _LazyConsole:
         self._options = options
         self._console: "Console | None" = None
 
-    def __getattr__(self, name: str) -> Any:
+    def get(self) -> "Console":
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
+def real_console(console: Any) -> "Console":
+    """The rich Console behind ``out``/``err`` (for rich APIs that take one)."""
+    return console.get() if isinstance(console, _LazyConsole) else console
 
 
 out: "Console" = _LazyConsole(soft_wrap=True)  # type: ignore[assignment]
@@ -152,7 +160,7 @@ def progress(description: str) -> Iterator[Callable[[int, int], None] | None]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err._console, transient=True) as bar:  # type: ignore[attr-defined]
+                  console=real_console(err), transient=True) as bar:
         task = bar.add_task(description, total=None)
 
         def update(done: int, total: int) -> None:
