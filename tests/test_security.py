@@ -196,3 +196,19 @@ def test_setup_prints_http_configs_with_the_homes_token(tmp_path: Path) -> None:
     assert entry["http_headers"] == {"Authorization": f"Bearer {token}"}
     assert r.output.count(f"Bearer {token}") >= 4  # codex, gemini, claude mcp add, ~/.claude.json
     assert stat.S_IMODE((home / "auth.json").stat().st_mode) == 0o600
+
+
+def test_a_shared_directory_as_home_is_left_open(tmp_path: Path) -> None:
+    """MEMCLI_HOME=/tmp (sticky) or ~ must not lock other users or programs out of that directory; memcli's
+    own entries in it are still made private."""
+    from memcli.home import secure_home
+
+    shared = tmp_path / "like-tmp"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    (shared / "data").mkdir(mode=0o755)
+    os.chmod(shared / "data", 0o755)
+    secure_home(shared)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    assert stat.S_IMODE((shared / "data").stat().st_mode) == 0o700
+    assert exposed(shared) == []

@@ -54,17 +54,30 @@ def _tighten(path: Path, mode: int) -> None:
         pass
 
 
+def _shared(path: Path) -> bool:
+    """A directory that is not memcli's to lock down: sticky (``/tmp``), the user's home, the root."""
+    try:
+        if os.stat(path).st_mode & stat.S_ISVTX:
+            return True
+        return path.resolve() in (Path.home().resolve(), Path(path.anchor or "/"))
+    except (OSError, RuntimeError):
+        return True
+
+
 def private_dir(path: Path) -> Path:
-    """``mkdir -p path`` with the last component 0700 (an existing one is tightened)."""
+    """``mkdir -p path`` with the last component 0700 (an existing one is tightened, unless it is shared)."""
+    existed = path.is_dir()
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
-    _tighten(path, PRIVATE_DIR)
+    if existed and not _shared(path):
+        _tighten(path, PRIVATE_DIR)
     return path
 
 
 def secure_home(home: Path) -> Path:
     """Create the home 0700, or tighten one an older memcli created 0755, with its sub-directories and files.
 
-    Not recursive: a private home already keeps everyone else out of what lies below it.
+    Not recursive: a private home already keeps everyone else out of what lies below it. A home that is a
+    shared directory (``MEMCLI_HOME=/tmp`` or ``~``) is left as it is; its memcli entries are still tightened.
     """
     private_dir(home)
     for name in PRIVATE_DIRS:
@@ -78,7 +91,8 @@ def exposed(home: Path) -> list[str]:
     """The home, its sub-directories and its private files that other users can read or enter, as
     ``"<path> (mode 0755)"`` lines (for ``memcli doctor``)."""
     found = []
-    for path in (home, *(home / n for n in PRIVATE_DIRS), *(home / n for n in PRIVATE_FILES)):
+    own = [home] if not _shared(home) else []
+    for path in (*own, *(home / n for n in PRIVATE_DIRS), *(home / n for n in PRIVATE_FILES)):
         try:
             st = os.lstat(path)
         except OSError:
