@@ -65,21 +65,18 @@ class State:
 class Reader:
     """recall, list, get, check_duplicate and stats — ``MemoryService``'s signatures and return types — asked
     of the home's server first; when it is unavailable (not running, another home's, a 5xx, a dropped
-    connection) the same call goes to the store, so the answer is never lost. ``served`` tells which."""
+    connection) the same call goes to the store, so the answer is never lost."""
 
     def __init__(self, remote: "RemoteService | None", open_local: Callable[[], "MemoryService"]) -> None:
         self.remote = remote
         self.open_local = open_local
-        self.served = False
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if self.remote is not None:
             from memcli.remote import Unavailable
 
             try:
-                result = getattr(self.remote, method)(*args, **kwargs)
-                self.served = True
-                return result
+                return getattr(self.remote, method)(*args, **kwargs)
             except Unavailable:
                 self.remote = None  # and for the rest of this process
         return getattr(self.open_local(), method)(*args, **kwargs)

@@ -96,7 +96,7 @@ class Guard:
         if not token:
             raise ValueError("the server needs a token")
         self.app = app
-        self.token = token.encode("latin-1", "replace")
+        self.token = token.encode("utf-8")  # what a client puts on the wire
         self.home_id = home_id
         self.check_host = check_host
         self.extra_origins = extra_origins
@@ -118,7 +118,7 @@ class Guard:
 
     def _authorized(self, auth: str) -> bool:
         scheme, _, given = auth.partition(" ")
-        # compare_digest on bytes: constant time whatever the length or content of the guess
+        # the header's own bytes (decoded as latin-1 above), compared in constant time whatever the guess
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("latin-1"), self.token)
 
     def _check(self, scope: Scope) -> Response | None:
