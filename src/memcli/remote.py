@@ -177,7 +177,7 @@ def _http(host: str, port: int, method: str, target: str, headers: dict[str, str
     head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
             f"Content-Length: {len(body or b'')}", *(f"{k}: {v}" for k, v in headers.items())]
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b""))
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + (body or b""))
         chunks = []
         while True:
             data = sock.recv(65536)

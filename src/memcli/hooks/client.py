@@ -280,7 +280,7 @@ def http(port: int, method: str, path: str, body: bytes, token: str | None, dead
             head += f"Authorization: Bearer {token}\r\n"
         if home_id:
             head += f"X-Memcli-Home: {home_id}\r\n"
-        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
+        sock.sendall(head.encode("utf-8") + b"\r\n" + body)  # a token is sent as its UTF-8 bytes
         chunks = []
         while True:
             remaining = deadline - time.monotonic()
