@@ -44,10 +44,11 @@ def _turns(home: Path) -> list[Any]:
         svc.close()
 
 
-@pytest.fixture
-def homes(tmp_path: Path) -> Iterator[tuple[Served, Path, Path]]:
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Path, Path]]:
     """Home A served on its own port with the shared token; home B seeded, with no server yet."""
-    a, b = tmp_path / "home-a", tmp_path / "home-b"
+    tmp = tmp_path_factory.mktemp("two-homes")
+    a, b = tmp / "home-a", tmp / "home-b"
     _seed(a, A_MARK, "PostgreSQL 16")
     _seed(b, B_MARK, "MySQL 8")
     srv = serve(a, {"MEMCLI_TOKEN": SHARED, "MEMCLI_EMBEDDER": "hash"})
