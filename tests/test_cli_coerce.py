@@ -90,3 +90,22 @@ def test_bad_values_are_usage_errors(tmp_path: Any) -> None:
     r = CliRunner().invoke(app, ["recall", "x", "--top-k", "many"])
     assert r.exit_code == 2 and "--top-k" in r.output
     assert isinstance(LightParam(int, "an integer", False), LightParam)
+
+
+def test_only_the_command_being_run_is_registered(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    from memcli.cli.app import _command_of
+
+    assert _command_of(["recall", "x", "--json"]) == "recall"
+    assert _command_of(["--home", "/h", "list"]) == "list" and _command_of(["--home=/h", "get", "x"]) == "get"
+    assert _command_of(["--version"]) is None and _command_of(["--help"]) is None and _command_of([]) is None
+    memcli = str(Path(sys.executable).parent / "memcli")
+    env = {"MEMCLI_EMBEDDER": "hash", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    p = subprocess.run([memcli, "--home", str(tmp_path / "h"), "list", "--json"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stderr
+    p = subprocess.run([memcli, "--version"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("memcli ")
+    p = subprocess.run([memcli, "no-such-command"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2 and "No such command" in p.stderr

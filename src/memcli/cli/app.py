@@ -132,4 +132,8 @@ def main() -> None:
     # Whatever this process creates in the home (store files, logs, spool, server.json) is the user's alone.
     os.umask(0o077)
     name = _command_of(sys.argv[1:])
-    build_app([COMMANDS[name]] if name in COMMANDS else None)()
+    if name in COMMANDS:
+        modules: list[str] | None = [COMMANDS[name]]
+    else:  # help and usage errors list every command; `--version` needs none
+        modules = [] if sys.argv[1:] == ["--version"] else None
+    build_app(modules)()
