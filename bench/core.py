@@ -5,7 +5,9 @@ Prints:
   throughput to the embedder's own throughput on the same texts in the same run (target ≥ 0.8);
 - warm recall p50/p95 at 10k and 100k memories (the 100k part uses precomputed vectors: real e5 vectors
   of real texts, jittered), before and after 1,000 single writes (target p50 ≤ 20 ms at 100k);
-- a cold `memcli recall` as a whole process.
+- `memcli recall` as a whole process: cold (no server: the process opens the store and loads the model), and
+  through a warm `memcli serve` of the same home (the CLI's read path when a server runs; target p50 ≤ 250 ms
+  at 10k).
 
 Usage: python bench/core.py [--sizes 10000,100000] [--writes 1000] [--queries 100]
 Texts come from ../shared/data/locomo10-dev.json (benchmark data, never shipped).
@@ -177,17 +179,54 @@ def single_writes(home: Path, texts: list[str], n: int) -> None:
     svc.close()
 
 
-def cold_cli(home: Path, query: str, runs: int = 5) -> None:
+def _cli() -> tuple[list[str], dict[str, str]]:
     exe = Path(sys.executable).parent / "memcli"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "memcli"]
-    env = dict(os.environ, MEMCLI_HOME=str(home), MEMCLI_NAMESPACE="bench")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "memcli.cli"]
+    env = dict(os.environ, MEMCLI_NAMESPACE="bench")
     env.pop("MEMCLI_EMBEDDER", None)
+    env.pop("MEMCLI_PORT", None)
+    return cmd, env
+
+
+def cold_cli(home: Path, query: str, runs: int = 5) -> None:
+    cmd, env = _cli()
+    env["MEMCLI_HOME"] = str(home)
     lat = []
     for _ in range(runs):
         t = time.perf_counter()
         subprocess.run(cmd + ["recall", query, "--json"], env=env, check=True, capture_output=True)
         lat.append((time.perf_counter() - t) * 1000)
     print(f"  cold `memcli recall` (whole process): median {statistics.median(lat):.0f} ms over {runs} runs")
+
+
+def warm_server_cli(home: Path, qs: list[str]) -> None:
+    """`memcli recall QUERY --json` as a whole process while a `memcli serve` of the home runs: the CLI
+    finds it (server.json), sends the home's token and id, prints the answer."""
+    cmd, env = _cli()
+    env["MEMCLI_HOME"] = str(home)
+    log = open(home / "bench-serve.log", "wb")
+    server = subprocess.Popen(cmd + ["serve", "--port", "0"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not (home / "server.json").exists():
+            if time.time() > deadline or server.poll() is not None:
+                raise SystemExit(f"memcli serve did not start: see {home / 'bench-serve.log'}")
+            time.sleep(0.1)
+        for q in questions()[-5:]:  # warm-up (the first ones load the indexes); also proves the answers
+            out = subprocess.run(cmd + ["recall", q, "--json"], env=env, check=True, capture_output=True).stdout
+            assert json.loads(out), "no answer"
+        lat = []
+        for q in qs:
+            t = time.perf_counter()
+            subprocess.run(cmd + ["recall", q, "--json"], env=env, check=True, capture_output=True)
+            lat.append((time.perf_counter() - t) * 1000)
+        print(f"  memcli recall as a whole process, warm server: p50 {statistics.median(lat):.0f} ms, "
+              f"p95 {pct(lat, 95):.0f} ms over {len(lat)} runs (target p50 <= 250 ms)")
+    finally:
+        server.terminate()
+        server.wait(30)
+        log.close()
 
 
 def main() -> None:
@@ -197,6 +236,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100, help="questions per recall measurement (default 100)")
     ap.add_argument("--rounds", type=int, default=1, help="split each recall measurement into rounds (default 1)")
     ap.add_argument("--throughput", type=int, default=500, help="texts for the throughput part (0 = skip)")
+    ap.add_argument("--cli-runs", type=int, default=30, help="whole `memcli recall` processes against the warm "
+                    "server (default 30)")
     args = ap.parse_args()
     texts = turns()
     qs = questions()[: args.queries]
@@ -214,6 +255,7 @@ def main() -> None:
                 single_writes(home, texts, args.writes)
                 bench_recall(home, qs, f"warm, after {args.writes} single writes", args.rounds)
             cold_cli(home, qs[0])
+            warm_server_cli(home, qs[:args.cli_runs])
         finally:
             shutil.rmtree(home, ignore_errors=True)
 

@@ -2,6 +2,8 @@
 
     python bench/hooks.py                 # p50/p95 of UserPromptSubmit (N=50), SessionStart, Stop
     python bench/hooks.py --gate          # also: the relevance gate's numbers (real embedder, 10k store)
+    python bench/hooks.py --cold          # also: cold start → first digest (no server running), idle and
+                                          # with both cores busy (two `while 1: pass` loops)
     python bench/hooks.py --n 100 --json bench/results/hooks.json
 
 The store is built once with the bundled local embedder (the one `memcli serve` uses by default), batched,
@@ -220,11 +222,13 @@ def start_server(home: Path, port: int, env: dict[str, str]) -> subprocess.Popen
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"memcli serve exited: see {home / 'serve.log'}")
-        try:
-            r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+        try:  # /health says whether the store is open only to a holder of the home's token
+            token = json.loads((home / "auth.json").read_text())["token"]
+            r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1,
+                          headers={"Authorization": f"Bearer {token}"})
             if r.status_code == 200 and r.json().get("ready"):
                 return proc
-        except httpx.HTTPError:
+        except (httpx.HTTPError, OSError, ValueError, KeyError):
             pass
         time.sleep(0.1)
     proc.kill()
@@ -241,6 +245,53 @@ def run_hook(cmd: list[str], payload: dict[str, Any], env: dict[str, str]) -> tu
     return ms, p.stdout.decode()
 
 
+def stop_spawned(home: Path) -> None:
+    """Stop the server a hook started (its pid is in hooks-state/server.pid) and wait until it is gone."""
+    pid_file = home / "hooks-state" / "server.pid"
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(300):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    pid_file.unlink(missing_ok=True)
+    (home / "hooks-state" / "server-start.stamp").unlink(missing_ok=True)
+
+
+def measure_cold(home: Path, env: dict[str, str], proj: Path, runs: int) -> list[dict[str, Any]]:
+    """SessionStart with no server running: the hook starts one (store open, model load) and waits for it;
+    the time is the whole hook process, stdin → digest on stdout. Idle, then with both cores busy."""
+    client = [sys.executable, "-m", "memcli.hooks", "SessionStart"]
+    rows = []
+    for label, busy in (("cold SessionStart, idle machine", 0), ("cold SessionStart, both cores busy", 2)):
+        loops = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(busy)]
+        times, injected = [], 0
+        try:
+            for i in range(runs):
+                stop_spawned(home)
+                e = {**env, "MEMCLI_PORT": str(free_port()), "MEMCLI_HOOK_IDLE_TIMEOUT": "120"}
+                ms, out = run_hook(client, {"session_id": f"cold-{busy}-{i}", "cwd": str(proj), "source": "startup",
+                                            "transcript_path": ""}, e)
+                times.append(ms)
+                injected += bool(out)
+        finally:
+            for p in loops:
+                p.kill()
+                p.wait()
+            stop_spawned(home)
+        rows.append({**summary(label, times), "digest_injected": f"{injected}/{runs}"})
+    return rows
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, int(round(q / 100 * (len(xs) - 1)))))]
@@ -255,6 +306,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=50, help="UserPromptSubmit runs (default 50)")
     ap.add_argument("--gate", action="store_true", help="also measure the relevance gate on the 10k store")
+    ap.add_argument("--cold", action="store_true", help="also: cold start → first digest, idle and busy")
+    ap.add_argument("--cold-runs", type=int, default=5, help="cold starts per condition (default 5)")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args()
 
@@ -328,6 +381,11 @@ def main() -> None:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+    try:
+        if args.cold:  # the warm server is gone now: every SessionStart below starts its own
+            results["hooks"] += measure_cold(home, env, proj, args.cold_runs)
+    finally:
+        stop_spawned(home)
         shutil.rmtree(work, ignore_errors=True)
 
     print(f"\nmemcli hooks, {N_MEMORIES:,} memories, {os.cpu_count()} CPUs, Python {results['python']}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -19,16 +20,40 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def home_auth(home: Path) -> dict[str, str]:
+    """The home's {"home_id", "token"} (the server creates <home>/auth.json at start)."""
+    return json.loads((home / "auth.json").read_text())
+
+
+def auth_headers(home: Path, token: str | None = None) -> dict[str, str]:
+    """What a memcli client of this home sends: the bearer token and the home id."""
+    auth = home_auth(home)
+    return {"Authorization": f"Bearer {token or auth['token']}", "X-Memcli-Home": auth["home_id"]}
+
+
 @dataclass
 class ServerProc:
     proc: subprocess.Popen
     port: int
     home: Path
     log: Path
+    token_override: str | None = None  # MEMCLI_TOKEN of the server, when the test set one
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def token(self) -> str:
+        return self.token_override or home_auth(self.home)["token"]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Authorization (and the home id) for requests to this server."""
+        return auth_headers(self.home, self.token_override)
+
+    def client(self, **kwargs: object) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=self.headers, **kwargs)  # type: ignore[arg-type]
 
     def stop(self, timeout: float = 15.0) -> int:
         if self.proc.poll() is None:
@@ -47,10 +72,10 @@ class ServerProc:
             if self.proc.poll() is not None:
                 raise AssertionError(f"memcli serve exited with {self.proc.returncode}:\n{self.log.read_text()}")
             try:
-                r = httpx.get(self.url + "/health", timeout=1)
+                r = httpx.get(self.url + "/health", timeout=1, headers=self.headers)
                 if r.status_code == 200 and (r.json().get("ready") or not store):
                     return
-            except httpx.HTTPError:
+            except (httpx.HTTPError, OSError, ValueError, KeyError):  # auth.json not written yet
                 pass
             time.sleep(0.05)
         raise AssertionError(f"memcli serve was not ready in 30s:\n{self.log.read_text()}")
@@ -63,7 +88,7 @@ def start_server(memcli_bin: str, env: dict[str, str], home: Path, *args: str, r
     with open(log, "wb") as fh:
         proc = subprocess.Popen([memcli_bin, "serve", "--port", str(port), *args], env={**env, "MEMCLI_HOME": str(home)},
                                 stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    srv = ServerProc(proc, port, home, log)
+    srv = ServerProc(proc, port, home, log, env.get("MEMCLI_TOKEN") or None)
     try:
         srv.wait_ready(store=ready)
     except BaseException:

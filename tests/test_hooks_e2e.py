@@ -21,8 +21,11 @@ import httpx
 import pytest
 
 from memcli.config import load_config
+from memcli.home import load_or_create_auth
+from memcli.hooks import client
 from memcli.service import MemoryService
 
+from _memcli_server import auth_headers
 from test_hooks_units import SECRETS, _secret_text, transcript_records
 
 pytestmark = pytest.mark.slow
@@ -75,23 +78,27 @@ class Served:
                 self.proc.wait(5)
 
 
-def wait_health(port: int, timeout: float = 60.0, proc: subprocess.Popen | None = None,
-                ready: bool = True) -> None:
+def wait_health(port: int, home: Path, timeout: float = 60.0, proc: subprocess.Popen | None = None,
+                ready: bool = True, token: str | None = None) -> None:
+    """Wait until the server of ``home`` on ``port`` answers /health as that home's (and, with ``ready``,
+    has its store open)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"memcli serve exited with {proc.returncode}")
         try:
-            r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
-            if r.status_code == 200 and (r.json().get("ready") or not ready):
+            r = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1, headers=auth_headers(home, token))
+            if r.status_code == 200 and r.json().get("home_id") and (r.json().get("ready") or not ready):
                 return
-        except httpx.HTTPError:
+        except (httpx.HTTPError, OSError, ValueError, KeyError):  # auth.json not written yet
             pass
         time.sleep(0.05)
     raise AssertionError("memcli serve did not become ready")
 
 
-def serve(home: Path, env_extra: dict[str, str] | None = None, *, ready: bool = True) -> Served:
+def serve(home: Path, env_extra: dict[str, str] | None = None, *, ready: bool = True,
+          token: str | None = None) -> Served:
+    """A real `memcli serve` for ``home`` (``token``: the one it was configured with, if not its own)."""
     port = free_port()
     env = {**os.environ, "MEMCLI_HOME": str(home), **(env_extra or {})}
     home.mkdir(parents=True, exist_ok=True)
@@ -99,7 +106,7 @@ def serve(home: Path, env_extra: dict[str, str] | None = None, *, ready: bool = 
     proc = subprocess.Popen([str(BIN / "memcli"), "serve", "--port", str(port)], env=env, stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        wait_health(port, proc=proc, ready=ready)
+        wait_health(port, home, proc=proc, ready=ready, token=token or (env_extra or {}).get("MEMCLI_TOKEN"))
     except BaseException:
         proc.kill()
         raise
@@ -351,7 +358,7 @@ def test_stop_with_the_server_down_is_spooled_and_stored_later(home: Path, tmp_p
         (mem,) = wait_for(lambda: turns(home), timeout=90)
         assert "port 9464" in mem.content
         assert wait_for(lambda: not list((home / "spool").glob("*.json")))
-        wait_health(port)
+        wait_health(port, home)
         # the server it started now answers the next hooks
         h = run_hook("UserPromptSubmit", payload("UserPromptSubmit", "later", cwd,
                                                  prompt="which port does the metrics exporter listen on?"), env)
@@ -405,12 +412,14 @@ def test_failure_modes_exit_0_silently_within_the_deadline(home: Path, tmp_path:
         cleanup.append(srv.stop)
         env["MEMCLI_PORT"] = str(srv.port)
     elif mode == "server-500":
+        load_or_create_auth(home)  # a home whose server has run: the client asks MEMCLI_PORT, with its id
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer500)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         cleanup.append(httpd.shutdown)
         env["MEMCLI_PORT"] = str(httpd.server_address[1])
     elif mode == "unreachable-port":
         # accepts connections (the kernel's backlog) but never answers
+        load_or_create_auth(home)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(16)
@@ -423,7 +432,7 @@ def test_failure_modes_exit_0_silently_within_the_deadline(home: Path, tmp_path:
             h = run_hook(event, p, env, raw=raw)
         assert h.rc == 0
         assert h.out == "" and h.err == ""
-        limit = (2 * deadline_ms if event == "SessionStart" else max(deadline_ms, 4000 if event == "Stop" else 0))
+        limit = client.event_deadline_ms(event, deadline_ms)  # SessionStart: 8 s (a cold server is worth it)
         assert h.seconds < limit / 1000 + 2.0, h.seconds  # the deadline plus interpreter start on a busy box
         log = (home / "logs" / "hooks.log").read_text() if (home / "logs" / "hooks.log").exists() else ""
         if mode in ("broken-json", "not-an-object", "empty-stdin", "unknown-event", "server-500",
@@ -440,10 +449,13 @@ def test_failure_modes_exit_0_silently_within_the_deadline(home: Path, tmp_path:
 def test_hook_routes_reject_bad_requests(seeded: tuple[Served, Path, Path]) -> None:
     srv, _, _ = seeded
     base = f"http://127.0.0.1:{srv.port}"
-    assert httpx.post(base + "/hooks/Nope", content=b"{}").status_code == 404
-    assert httpx.post(base + "/hooks/UserPromptSubmit", content=b"{nope").status_code == 400
-    assert httpx.post(base + "/hooks/SessionEnd", json={"session_id": "x", "reason": "exit"}).status_code == 204
-    assert httpx.post(base + "/hooks/Stop", json={"session_id": "x", "stop_hook_active": True}).status_code == 202
+    h = auth_headers(srv.home)
+    assert httpx.post(base + "/hooks/Nope", content=b"{}", headers=h).status_code == 404
+    assert httpx.post(base + "/hooks/UserPromptSubmit", content=b"{nope", headers=h).status_code == 400
+    assert httpx.post(base + "/hooks/SessionEnd", json={"session_id": "x", "reason": "exit"},
+                      headers=h).status_code == 204
+    assert httpx.post(base + "/hooks/Stop", json={"session_id": "x", "stop_hook_active": True},
+                      headers=h).status_code == 202
 
 
 def test_session_end_is_quick_and_silent(seeded: tuple[Served, Path, Path]) -> None:
@@ -516,7 +528,7 @@ def test_hooks_send_the_servers_token(home: Path, tmp_path: Path) -> None:
     svc.remember("The billing service uses PostgreSQL 16 for JSONB support")
     svc.close()
     (home / "config.toml").write_text('[server]\ntoken = "s3cret-team-token"\n')
-    srv = serve(home)
+    srv = serve(home, token="s3cret-team-token")
     try:
         p = payload("UserPromptSubmit", "tok", project_dir(tmp_path, "alpha"),
                     prompt="which database does the billing service use?")
@@ -526,3 +538,4 @@ def test_hooks_send_the_servers_token(home: Path, tmp_path: Path) -> None:
         assert "HTTP 401" in (home / "logs" / "hooks.log").read_text()
     finally:
         srv.stop()
+        kill_spawned(home)  # the refused hook started a server of its own (with its token)

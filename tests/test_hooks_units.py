@@ -140,28 +140,47 @@ def test_client_home_matches_config_default_home(monkeypatch: pytest.MonkeyPatch
 
 
 def test_client_settings_precedence(tmp_path: Path) -> None:
+    """The server: server.json (while its pid runs), then MEMCLI_PORT; a server to start: MEMCLI_PORT, config,
+    8765. Token: MEMCLI_TOKEN, config, auth.json; home id: auth.json."""
     home = tmp_path / "h"
     home.mkdir()
     env = {"MEMCLI_HOME": str(home), "HOME": str(tmp_path)}
     s = client.resolve_settings(env)
-    assert (Path(s.home), s.port, s.token, s.deadline_ms) == (home, 8765, None, 1500)
-    (home / "config.toml").write_text('[server]\nport = 9100\ntoken = "cfgtok"\n[hooks]\ndeadline_ms = 900\n')
+    assert (Path(s.home), s.port, s.start_port, s.token, s.home_id, s.deadline_ms) == (home, None, 8765, None, None,
+                                                                                        1500)
+    assert s.candidates() == []  # no server of this home has run: nothing is tried
+    (home / "auth.json").write_text(json.dumps({"home_id": "0123456789abcdef", "token": "t" * 43}))
     s = client.resolve_settings(env)
-    assert (s.port, s.token, s.deadline_ms) == (9100, "cfgtok", 900)
-    (home / "server.json").write_text(json.dumps({"pid": 1, "port": 9200, "host": "127.0.0.1"}))
+    assert (s.home_id, s.token) == ("0123456789abcdef", "t" * 43)
+    (home / "config.toml").write_text('[server]\nport = 9100\ntoken = "cfgtok-long"\n[hooks]\ndeadline_ms = 900\n')
     s = client.resolve_settings(env)
-    assert (s.port, s.token) == (9200, "cfgtok")
-    (home / "server.json").write_text(json.dumps({"pid": 1, "port": 9201, "token": "sjtok"}, indent=1))
+    assert (s.port, s.start_port, s.token, s.deadline_ms) == (None, 9100, "cfgtok-long", 900)
+    (home / "server.json").write_text(json.dumps({"pid": os.getpid(), "port": 9200, "host": "127.0.0.1"}))
     s = client.resolve_settings(env)
-    assert (s.port, s.token) == (9201, "sjtok")
-    (home / "server.json").write_text('{"port": 9202, "pid": 7}')
+    assert (s.port, s.candidates()) == (9200, [9200])
+    (home / "server.json").write_text(json.dumps({"pid": os.getpid(), "port": 9201}, indent=1))
+    assert client.resolve_settings(env).port == 9201
+    (home / "server.json").write_text('{"port": 9202}')  # no pid: trusted
     assert client.resolve_settings(env).port == 9202
-    s = client.resolve_settings({**env, "MEMCLI_PORT": "9300", "MEMCLI_TOKEN": "envtok",
+    s = client.resolve_settings({**env, "MEMCLI_PORT": "9300", "MEMCLI_TOKEN": "envtok-long",
                                  "MEMCLI_HOOK_DEADLINE_MS": "700"})
-    assert (s.port, s.token, s.deadline_ms) == (9300, "envtok", 700)
+    assert (s.candidates(), s.start_port, s.token, s.deadline_ms) == ([9202, 9300], 9300, "envtok-long", 700)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (home / "server.json").write_text(json.dumps({"pid": dead.pid, "port": 9203}))
+    assert client.resolve_settings(env).port is None  # left behind by a killed server: not trusted
     (home / "config.toml").write_text("[server\nport = ")  # broken TOML: defaults, no crash
     (home / "server.json").write_text("{not json")
-    assert client.resolve_settings(env).port == 8765
+    (home / "auth.json").write_text("{broken")
+    s = client.resolve_settings(env)
+    assert (s.port, s.start_port, s.home_id, s.token) == (None, 8765, None, None)
+
+
+def test_client_reads_the_auth_file_memcli_writes(tmp_path: Path) -> None:
+    from memcli.home import load_or_create_auth
+
+    auth = load_or_create_auth(tmp_path / "h")
+    assert client.read_auth(str(tmp_path / "h")) == (auth.home_id, auth.token)
 
 
 def test_http_answer_parsing() -> None:

@@ -63,7 +63,8 @@ def test_stdio_and_http_clients_share_one_memory(memcli_bin: str, subprocess_env
     srv = start_server(memcli_bin, subprocess_env, home, ready=False)  # the store opens while stdio starts
 
     async def main() -> None:
-        async with stdio_session(memcli_bin, subprocess_env) as local, http_session(srv.url + "/mcp") as remote:
+        async with stdio_session(memcli_bin, subprocess_env) as local, \
+                http_session(srv.url + "/mcp", srv.headers) as remote:
             for session in (local, remote):
                 tools = {t.name: t for t in (await session.list_tools()).tools}
                 assert set(tools) == TOOLS

@@ -41,7 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
 
 @pytest.fixture
 def api(server: ServerProc) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=30) as c:
+    with server.client(timeout=30) as c:
         yield c
 
 
@@ -56,7 +56,7 @@ def test_health_and_server_file(server: ServerProc, api: httpx.Client) -> None:
     assert r.status_code == 200
     body = r.json()
     assert body["ok"] is True and body["pid"] == server.proc.pid and body["home"] == str(server.home)
-    assert body["version"]
+    assert body["version"] and body["home_id"] == json.loads((server.home / "auth.json").read_text())["home_id"]
     info = json.loads((server.home / "server.json").read_text())
     assert info["pid"] == server.proc.pid and info["port"] == server.port and info["host"] == "127.0.0.1"
     assert isinstance(info["started_at"], int)
@@ -194,7 +194,7 @@ def test_concurrent_writers(api: httpx.Client, server: ServerProc, ns: str) -> N
     errors: list[str] = []
 
     def writer(w: int) -> None:
-        with httpx.Client(base_url=server.url, timeout=60) as c:
+        with server.client(timeout=60) as c:
             for i in range(25):
                 r = c.post("/api/memories", json={"content": f"writer {w} wrote fact {i}", "namespace": ns})
                 if r.status_code != 201:
@@ -250,7 +250,7 @@ def test_sigterm_during_writes_loses_nothing_acknowledged(tmp_path: Path) -> Non
     stop = threading.Event()
 
     def writer(w: int) -> None:
-        with httpx.Client(base_url=srv.url, timeout=30) as c:
+        with srv.client(timeout=30) as c:
             i = 0
             while not stop.is_set():
                 try:

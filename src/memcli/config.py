@@ -15,10 +15,6 @@ from typing import Any, Mapping
 from memcli.errors import ConfigError
 from memcli.models import DEFAULT_NAMESPACE, validate_namespace
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CONFIG_FILE = "config.toml"
 
@@ -149,6 +145,10 @@ def load_config(
     cfg = Config(home=home_path)
     path = config_path(home_path)
     if path.exists():
+        if sys.version_info >= (3, 11):  # imported only when there is a file to read (~5 ms)
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -202,7 +202,13 @@ def save_config(home: Path, values: Mapping[str, Any]) -> Path:
         body = [f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None]
         if body:
             lines += ["", f"[{name}]", *body]
-    home.mkdir(parents=True, exist_ok=True)
+    from memcli.home import PRIVATE_FILE, secure_home
+
+    secure_home(home)
     path = config_path(home)
-    path.write_text("\n".join(lines).lstrip("\n") + "\n", encoding="utf-8")
+    # it may hold an API key or the server token: the user's alone
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines).lstrip("\n") + "\n")
+    os.chmod(path, PRIVATE_FILE)
     return path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -62,6 +61,8 @@ def normalise_content(text: str) -> str:
 def content_hash(text: str) -> str:
     """Hash of the content with whitespace folded and case ignored: exact duplicates and retries."""
     folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    import hashlib  # here: a CLI read through the server never hashes
+
     return hashlib.sha256(folded.encode("utf-8")).hexdigest()[:32]
 
 

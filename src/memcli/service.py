@@ -74,9 +74,15 @@ class MemoryService:
 
     @classmethod
     def open(cls, config: "Config", *, project: str | None = None, allow_mismatch: bool = False) -> "MemoryService":
-        """Open the store and embedder a Config describes."""
+        """Open the store and embedder a Config describes (the home is made private, or tightened)."""
         from memcli.embedders import make_embedder
+        from memcli.home import secure_home
         from memcli.store import MemoryStore
+
+        try:
+            secure_home(config.home)
+        except OSError:
+            pass  # not a usable directory: the store says so, clearly, below
 
         embedder = make_embedder(config.embedder)
         store = MemoryStore(config.data_uri, embedder.identity(), allow_mismatch=allow_mismatch,

@@ -163,7 +163,7 @@ class MemoryStore(IndexMaintenance):
             import lancedb
 
             if self._local:
-                Path(uri).mkdir(parents=True, exist_ok=True)
+                Path(uri).mkdir(parents=True, exist_ok=True, mode=0o700)
             self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), storage_options=storage_options)
             self._meta = self._open_meta()
             self.audit = AuditLog(self.db)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,8 @@ import typer
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.models import DuplicateCheck, Memory, RecallHit
+    from memcli.remote import RemoteService
     from memcli.service import MemoryService
 
 
@@ -24,6 +27,7 @@ class State:
     overrides: dict[str, Any] = field(default_factory=dict)
     _config: "Config | None" = None
     _service: "MemoryService | None" = None
+    _reader: "Reader | None" = None
 
     def config(self) -> "Config":
         if self._config is None:
@@ -41,10 +45,56 @@ class State:
                                                allow_mismatch=allow_mismatch)
         return self._service
 
+    def reader(self) -> "Reader":
+        """For read commands: this home's warm server when one runs, else (or when it cannot answer) the
+        store opened here."""
+        if self._reader is None:
+            from memcli.project import detect_project
+            from memcli.remote import RemoteService
+
+            remote = RemoteService.for_home(self.config(), project=detect_project(Path.cwd()))
+            self._reader = Reader(remote, self.service)
+        return self._reader
+
     def close(self) -> None:
         if self._service is not None:
             self._service.close()
             self._service = None
+
+
+class Reader:
+    """recall, list, get, check_duplicate and stats — ``MemoryService``'s signatures and return types — asked
+    of the home's server first; when it is unavailable (not running, another home's, a 5xx, a dropped
+    connection) the same call goes to the store, so the answer is never lost."""
+
+    def __init__(self, remote: "RemoteService | None", open_local: Callable[[], "MemoryService"]) -> None:
+        self.remote = remote
+        self.open_local = open_local
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self.remote is not None:
+            from memcli.remote import Unavailable
+
+            try:
+                return getattr(self.remote, method)(*args, **kwargs)
+            except Unavailable:
+                self.remote = None  # and for the rest of this process
+        return getattr(self.open_local(), method)(*args, **kwargs)
+
+    def recall(self, query: str, **kwargs: Any) -> "list[RecallHit]":
+        return self._call("recall", query, **kwargs)
+
+    def list(self, **kwargs: Any) -> "list[Memory]":
+        return self._call("list", **kwargs)
+
+    def get(self, ref: str) -> "Memory":
+        return self._call("get", ref)
+
+    def check_duplicate(self, content: str, **kwargs: Any) -> "DuplicateCheck":
+        return self._call("check_duplicate", content, **kwargs)
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("stats")
 
 
 def state(ctx: typer.Context) -> State:
@@ -90,6 +140,7 @@ def with_namespace(ctx: typer.Context, namespace: str | None) -> State:
     if namespace is not None:
         st.overrides["namespace"] = namespace
         st._config = None
+        st._reader = None
     return st
 
 

@@ -55,12 +55,14 @@ def run_checks(st: State) -> list[Check]:
     cfg, check = _config(st)
     checks.append(check)
     home = Path(cfg.home) if cfg is not None else (st.home or Path(os.environ.get("MEMCLI_HOME") or "."))
+    checks.append(_permissions(home))  # before anything here creates or tightens a file
     checks.append(_home_writable(home))
     checks.append(_disk(home))
     if cfg is None:
         checks.append(Check("embedder", "skip", "the configuration did not load"))
         checks.append(Check("store", "skip", "the configuration did not load"))
         return checks
+    checks.append(_server(cfg))
     embedder, check = _embedder(cfg)
     checks.append(check)
     if embedder is None:
@@ -121,6 +123,44 @@ def _home_writable(home: Path) -> Check:
         return Check("home writable", "fail", f"{home}: {exc.strerror or exc}",
                      "choose a writable directory with --home or MEMCLI_HOME, or fix its permissions")
     return Check("home writable", "ok", str(home))
+
+
+def _permissions(home: Path) -> Check:
+    """Other users must not read the memories or the token: the home 0700, its secrets 0600."""
+    from memcli.home import AUTH_FILE, exposed
+
+    if not home.is_dir():
+        return Check("permissions", "ok", f"{home} does not exist yet (it is created 0700)")
+    found = exposed(home)
+    if not found:
+        return Check("permissions", "ok", f"{home} is private (0700; its token and config files 0600)")
+    serious = [f for f in found if f.startswith(f"{home} (") or f.startswith(str(home / AUTH_FILE))
+               or f.startswith(str(home / "config.toml"))]
+    fix = (f"chmod 700 {home}; chmod 600 {home}/{AUTH_FILE} {home}/config.toml — or run any command that opens "
+           "the store (memcli tightens its home then)")
+    return Check("permissions", "fail" if serious else "warn", "readable by other users: " + "; ".join(found), fix)
+
+
+def _server(cfg: Any) -> Check:
+    """Is a server of this home running, and does it answer as this home's?"""
+    from memcli.home import running_server_port
+    from memcli.remote import RemoteService, Unavailable
+
+    remote = RemoteService.for_home(cfg)
+    if remote is None:
+        port = running_server_port(cfg.home)
+        if port is not None:
+            return Check("server", "warn", f"server.json names port {port} but this home has no auth.json",
+                         "stop that server; the next `memcli serve` makes the token file")
+        return Check("server", "ok", "not running (the hooks start it on demand; or run `memcli serve`)")
+    try:
+        h = remote.health()
+    except Unavailable as exc:
+        return Check("server", "warn", f"port {remote.endpoint.port} (server.json) does not answer as this home's "
+                     f"server: {exc}", "check MEMCLI_TOKEN / [server] token; or stop that server and let the "
+                     "hooks start this home's own")
+    return Check("server", "ok", f"http://127.0.0.1:{remote.endpoint.port} (pid {h.get('pid')}), answers with this "
+                 "home's token and id")
 
 
 def _disk(home: Path) -> Check:

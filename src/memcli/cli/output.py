@@ -1,4 +1,8 @@
-"""The one rendering layer: JSON for machines, rich tables for people, errors on stderr."""
+"""The one rendering layer: JSON for machines, rich tables for people, errors on stderr.
+
+rich is imported only when something is rendered for people (~40 ms): a `memcli recall --json` answered by
+the warm server never pays for it.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +11,51 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 
-def plain(value: Any) -> Text:
+class _LazyConsole:
+    """A rich Console created (and rich imported) on first use."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: "Console | None" = None
+
+    def get(self) -> "Console":
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
+def real_console(console: Any) -> "Console":
+    """The rich Console behind ``out``/``err`` (for rich APIs that take one)."""
+    return console.get() if isinstance(console, _LazyConsole) else console
+
+
+out: "Console" = _LazyConsole(soft_wrap=True)  # type: ignore[assignment]
+err: "Console" = _LazyConsole(stderr=True, soft_wrap=True)  # type: ignore[assignment]
+
+
+def plain(value: Any) -> "Text":
     """User data for a table cell: never interpreted as rich markup (a memory may contain `[/]`)."""
+    from rich.text import Text
+
     return Text(value if isinstance(value, str) else str(value))
 
 
 def esc(value: Any) -> str:
     """User data inside a markup string (paths, names)."""
+    from rich.markup import escape
+
     return escape(str(value))
 
 
@@ -56,6 +87,8 @@ def age(ms: int | None, now_ms: int | None = None) -> str:
 
 def memories_table(items: Sequence[dict[str, Any]], *, title: str | None = None, score: bool = False) -> None:
     """A rich table of memory items (the JSON item shape)."""
+    from rich.table import Table
+
     from memcli.models import short_id
 
     if not items:
@@ -87,6 +120,8 @@ def memories_table(items: Sequence[dict[str, Any]], *, title: str | None = None,
 
 def key_values(data: dict[str, Any], *, title: str | None = None) -> None:
     """A two-column table of a mapping (nested values as compact JSON)."""
+    from rich.table import Table
+
     t = Table(title=title, show_header=False)
     t.add_column("key", style="bold")
     t.add_column("value", overflow="fold")
@@ -125,7 +160,7 @@ def progress(description: str) -> Iterator[Callable[[int, int], None] | None]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err, transient=True) as bar:
+                  console=real_console(err), transient=True) as bar:
         task = bar.add_task(description, total=None)
 
         def update(done: int, total: int) -> None:
@@ -139,4 +174,4 @@ def error(message: str, json_mode: bool, code: str = "error") -> None:
     if json_mode:
         print_json({"ok": False, "error": message, "code": code})
     else:
-        err.print(f"[bold red]Error:[/bold red] {escape(message)}", markup=True, highlight=False)
+        err.print(f"[bold red]Error:[/bold red] {esc(message)}", markup=True, highlight=False)

@@ -15,7 +15,8 @@ def register(app: typer.Typer) -> None:
     def serve(
         ctx: typer.Context,
         host: Optional[str] = typer.Option(None, "--host", help="Address to bind (default 127.0.0.1: this machine "
-                                           "only). Anything else needs a token (MEMCLI_TOKEN)."),
+                                           "only). Clients always need the token: MEMCLI_TOKEN when set, else "
+                                           "the home's (<home>/auth.json)."),
         port: Optional[int] = typer.Option(None, "--port", "-p", help="Port (default from config, 8765; "
                                            "env MEMCLI_PORT). 0 picks a free one (see <home>/server.json)."),
         idle_timeout: Optional[float] = typer.Option(None, "--idle-timeout", help="Exit after this many seconds "
@@ -26,9 +27,10 @@ def register(app: typer.Typer) -> None:
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Default namespace."),
         log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
     ) -> None:
-        """Serve the memory over HTTP: REST under /api, MCP at /mcp, GET /health.
+        """Serve the memory over HTTP: REST under /api, MCP at /mcp, GET /health; every route but /health needs
+        Authorization: Bearer <token>.
 
-        Example: memcli serve --port 8765   (then: claude mcp add --transport http memcli http://127.0.0.1:8765/mcp)
+        Example: memcli serve --port 8765   (then `memcli setup --print --http` prints each agent's entry)
         """
         from memcli.server.holder import setup_file_logging
         from memcli.server.run import serve as run_server

@@ -35,6 +35,8 @@ def register(app: typer.Typer) -> None:
         no_cli: bool = typer.Option(False, "--no-cli", help="Edit config files even when `claude`/`openclaw` "
                                     "CLIs are on PATH."),
         print_: bool = typer.Option(False, "--print", help="Print each agent's config snippet; change nothing."),
+        http: bool = typer.Option(False, "--http", help="With --print: the MCP-over-HTTP entries for a running "
+                                  "`memcli serve` instead, with this home's bearer token."),
         uninstall: bool = typer.Option(False, "--uninstall", help="Remove exactly what setup added."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; change nothing."),
     ) -> None:
@@ -65,12 +67,22 @@ def register(app: typer.Typer) -> None:
 
         found = {a: AGENTS[a].detect(machine) for a in AGENTS}
         chosen = resolve_agent_ids(agents.split(",")) if agents else None
+        if http and not print_:
+            raise typer.BadParameter("only with --print (setup writes the stdio entry)", param_hint="--http")
         if print_:
             ids = chosen or [a for a in AGENTS if found[a][0]] or list(AGENTS)
-            for agent, text in snippets(machine, ids, claude_hooks="none" if claude_hooks == "none" else
-                                        "settings").items():
+            if http:
+                from memcli.home import load_or_create_auth
+                from memcli.setup.core import http_snippets
+
+                cfg = load_config(home_dir)
+                token = cfg.server.token or load_or_create_auth(home_dir).token
+                texts = http_snippets(machine, ids, url=f"http://127.0.0.1:{cfg.server.port}/mcp", token=token)
+            else:
+                texts = snippets(machine, ids, claude_hooks="none" if claude_hooks == "none" else "settings")
+            for agent, text in texts.items():
                 con.rule(f"[bold]{AGENTS[agent].name}")
-                con.print(text, markup=False)
+                con.print(text, markup=False, soft_wrap=True)  # copied as is: never wrapped
             return
 
         emb = _embedder_values(embedder, embed_base_url, embed_model, embed_dims, embed_api_key)

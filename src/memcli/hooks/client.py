@@ -1,16 +1,24 @@
-"""The hook client: JSON on stdin → the warm server → ``hookSpecificOutput`` on stdout → exit 0.
+"""The hook client: JSON on stdin → this home's warm server → ``hookSpecificOutput`` on stdout → exit 0.
 
 This module runs in a fresh interpreter for every hook event, so it imports **only the standard library**
 and as little of it as possible (no ``json``, no ``http.client`` on the hot path: a raw HTTP/1.1 request on a
 socket costs nothing to import). It never exits non-zero and never prints anything but the server's answer:
 every failure is one line in ``<home>/logs/hooks.log``.
 
+It only talks to a server of its own home, and proves it on every request: the bearer token and the home id
+of ``<home>/auth.json`` (see :mod:`memcli.home`) go with it, and a server of another home refuses (401 or
+421 ``wrong_home``) without reading or writing anything. Such a refusal, like no server at all, means "no
+server of mine": the client starts this home's own (on another free port if the usual one is taken), which
+records its port in ``<home>/server.json``, and waits for it within the hook's budget.
+
 Settings, each first found wins (the same as :func:`memcli.config.load_config`):
 
 - home: ``MEMCLI_HOME``, else the platform's user data dir (``$XDG_DATA_HOME/memcli`` or
   ``~/.local/share/memcli`` on Linux, ``~/Library/Application Support/memcli`` on macOS);
-- port: ``MEMCLI_PORT``, else ``<home>/server.json`` (``"port"``), else ``port`` under ``[server]`` in
-  ``<home>/config.toml``, else 8765; token: ``MEMCLI_TOKEN``, else ``server.json``, else ``[server] token``;
+- the server: the port in ``<home>/server.json`` while its process runs, then ``MEMCLI_PORT``; a server it
+  starts listens on ``MEMCLI_PORT``, else ``port`` under ``[server]`` in ``<home>/config.toml``, else 8765
+  (any free port when that one is taken);
+- token: ``MEMCLI_TOKEN``, else ``[server] token``, else ``<home>/auth.json``; home id: ``auth.json``;
 - deadline: ``MEMCLI_HOOK_DEADLINE_MS``, else ``deadline_ms`` under ``[hooks]``, else 1500 ms.
 """
 
@@ -27,7 +35,9 @@ DEFAULT_PORT = 8765
 DEFAULT_DEADLINE_MS = 1500
 IDLE_TIMEOUT_S = 1800
 START_GRACE_S = 20.0  # another hook started the server less than this ago: do not start a second one
+SESSION_START_WAIT_MS = 8000  # hooks.json gives SessionStart 10 s: most of it may go to a cold server
 MAX_STDIN = 16 * 1024 * 1024
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
 
 def default_home(env: "os._Environ[str] | dict[str, str]" = os.environ) -> str:
@@ -77,8 +87,8 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _read_server_json(home: str) -> dict[str, str]:
-    """``port`` and ``token`` from ``<home>/server.json``."""
+def _read_server_json(home: str) -> dict[str, int]:
+    """``port`` and ``pid`` from ``<home>/server.json`` (written by this home's running server)."""
     data_b = _read(os.path.join(home, "server.json"))
     if not data_b:
         return {}
@@ -86,22 +96,16 @@ def _read_server_json(home: str) -> dict[str, str]:
         raw = data_b.decode("utf-8")
     except UnicodeDecodeError:
         return {}
-    port = _int_after(raw, '"port"')
-    if port is not None and '"token"' not in raw:
-        return {"port": str(port)}  # the common case, without importing json (~10 ms)
-    try:
-        import json
+    port, pid = _int_after(raw, '"port"'), _int_after(raw, '"pid"')
+    if port is None:
+        try:  # an unusual layout: the real parser (~10 ms of imports, off the common path)
+            import json
 
-        data = json.loads(raw)
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    out = {}
-    for k in ("port", "token"):
-        if data.get(k) not in (None, ""):
-            out[k] = str(data[k])
-    return out
+            data = json.loads(raw)
+            port, pid = int(data["port"]), int(data.get("pid") or 0) or None
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return {}
+    return {"port": port, "pid": pid} if pid else {"port": port}
 
 
 def _int_after(raw: str, key: str) -> int | None:
@@ -120,6 +124,49 @@ def _int_after(raw: str, key: str) -> int | None:
         digits += c
     tail = rest[len(digits):].lstrip()[:1]
     return int(digits) if digits and tail in (",", "}") else None
+
+
+def _str_after(raw: str, key: str) -> str | None:
+    """The string after ``"key":`` in a flat JSON object when it needs no unescaping (ids, tokens)."""
+    i = raw.find(key)
+    if i < 0 or raw.count(key) != 1:
+        return None
+    rest = raw[i + len(key):].lstrip()
+    if not rest.startswith(":"):
+        return None
+    rest = rest[1:].lstrip()
+    if not rest.startswith('"'):
+        return None
+    end = rest.find('"', 1)
+    value = rest[1:end] if end > 0 else ""
+    return value if len(value) >= 8 and set(value) <= _SAFE else None
+
+
+def read_auth(home: str) -> tuple[str | None, str | None]:
+    """(home_id, token) from ``<home>/auth.json`` (made by the home's server: :mod:`memcli.home`)."""
+    data_b = _read(os.path.join(home, "auth.json"))
+    if not data_b:
+        return None, None
+    try:
+        raw = data_b.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, None
+    return _str_after(raw, '"home_id"'), _str_after(raw, '"token"')
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Does this process run (and is it ours)? Unknown pid: assume yes."""
+    if not pid:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's process: not our server
+    except OSError:
+        return True
+    return True
 
 
 def _read_config(home: str) -> dict[str, dict]:
@@ -143,36 +190,59 @@ def _read_config(home: str) -> dict[str, dict]:
     return {k: v for k, v in data.items() if k in ("server", "hooks") and isinstance(v, dict)}
 
 
-class Settings:
-    """Where the server is and how long the hook may wait for it."""
+def _port(value: object) -> int | None:
+    try:
+        port = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+    return port if 0 < port < 65536 else None
 
-    def __init__(self, home: str, port: int, token: str | None, deadline_ms: int) -> None:
+
+class Settings:
+    """This home, how to reach its server and prove who we are, and how long the hook may wait."""
+
+    def __init__(self, home: str, port: int | None, token: str | None, deadline_ms: int, *,
+                 home_id: str | None = None, env_port: int | None = None, start_port: int = DEFAULT_PORT,
+                 token_from_home: bool = False) -> None:
         self.home, self.port, self.token, self.deadline_ms = home, port, token, deadline_ms
+        self.home_id = home_id
+        self.env_port = env_port  # MEMCLI_PORT: where this home's server is expected, or is to be started
+        self.start_port = start_port
+        self.token_from_home = token_from_home  # re-read after this hook starts the server (first start)
+
+    def candidates(self) -> list[int]:
+        """Ports to try, best first: the running server's own record, then MEMCLI_PORT."""
+        out = [p for p in (self.port, self.env_port) if p is not None]
+        return out[:1] if len(out) == 2 and out[0] == out[1] else out
+
+    def refresh(self) -> None:
+        """Read auth.json and server.json again (a server this hook started writes them)."""
+        home_id, token = read_auth(self.home)
+        self.home_id = home_id or self.home_id
+        if self.token_from_home or not self.token:
+            self.token = token or self.token
+            self.token_from_home = True
+        sj = _read_server_json(self.home)
+        self.port = sj.get("port") if sj and pid_alive(sj.get("pid")) else None
 
 
 def resolve_settings(env: "os._Environ[str] | dict[str, str]" = os.environ) -> Settings:
     home = resolve_home(env)
-    port_s, token = env.get("MEMCLI_PORT"), env.get("MEMCLI_TOKEN") or None
+    env_port = _port(env.get("MEMCLI_PORT"))
+    token = env.get("MEMCLI_TOKEN") or None
     deadline_s = env.get("MEMCLI_HOOK_DEADLINE_MS")
-    if not port_s or not token:
-        sj = _read_server_json(home)
-        port_s = port_s or sj.get("port")
-        token = token or sj.get("token")
-    cfg: dict[str, dict] | None = None
-    if not port_s or not token or not deadline_s:
-        cfg = _read_config(home)
-        port_s = port_s or cfg.get("server", {}).get("port")
-        token = token or cfg.get("server", {}).get("token") or None
-        deadline_s = deadline_s or cfg.get("hooks", {}).get("deadline_ms")
-    try:
-        port = int(port_s) if port_s else DEFAULT_PORT
-    except (TypeError, ValueError):
-        port = DEFAULT_PORT
+    cfg = _read_config(home) if (not token or not deadline_s or env_port is None) else {}
+    start_port = env_port or _port(cfg.get("server", {}).get("port")) or DEFAULT_PORT
+    token = token or cfg.get("server", {}).get("token") or None
+    deadline_s = deadline_s or cfg.get("hooks", {}).get("deadline_ms")
     try:
         deadline = int(deadline_s) if deadline_s else DEFAULT_DEADLINE_MS
     except (TypeError, ValueError):
         deadline = DEFAULT_DEADLINE_MS
-    return Settings(home, port, str(token) if token else None, max(50, deadline))
+    s = Settings(home, None, str(token) if token else None, max(50, deadline), env_port=env_port,
+                 start_port=start_port)
+    s.refresh()
+    return s
 
 
 # --------------------------------------------------------------------------- HTTP over a raw socket
@@ -184,7 +254,8 @@ class Timeout(Exception):
     """The deadline passed."""
 
 
-def http(port: int, method: str, path: str, body: bytes, token: str | None, deadline: float) -> tuple[int, bytes]:
+def http(port: int, method: str, path: str, body: bytes, token: str | None, deadline: float,
+         home_id: str | None = None) -> tuple[int, bytes]:
     """One HTTP/1.1 request to 127.0.0.1:port that never outlives ``deadline`` (a monotonic time)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
@@ -207,7 +278,9 @@ def http(port: int, method: str, path: str, body: bytes, token: str | None, dead
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n")
         if token:
             head += f"Authorization: Bearer {token}\r\n"
-        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
+        if home_id:
+            head += f"X-Memcli-Home: {home_id}\r\n"
+        sock.sendall(head.encode("utf-8") + b"\r\n" + body)  # a token is sent as its UTF-8 bytes
         chunks = []
         while True:
             remaining = deadline - time.monotonic()
@@ -293,8 +366,22 @@ def spool_pending(home: "str | os.PathLike[str]") -> bool:
         return False
 
 
-def start_server(s: Settings) -> bool:
-    """Start ``memcli serve`` detached (unless another hook just did). Returns True when it started one."""
+def port_taken(port: int) -> bool:
+    """Does something listen on 127.0.0.1:port? (A bare connect: nothing is sent to it.)"""
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(0.2)
+        sock.connect(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
+def start_server(s: Settings, port: int | None = None) -> bool:
+    """Start this home's ``memcli serve`` detached (unless another hook just did), on ``port``, else the
+    usual port when it is free, else any free one. Returns True when it started one."""
     state = os.path.join(s.home, "hooks-state")
     stamp = os.path.join(state, "server-start.stamp")
     try:
@@ -302,42 +389,52 @@ def start_server(s: Settings) -> bool:
             return False
     except OSError:
         pass
+    logs = os.path.join(s.home, "logs")
+    os.makedirs(state, exist_ok=True)  # fails (fail open) when the home is not a usable directory
+    os.makedirs(logs, exist_ok=True)
+    if port is None:
+        port = 0 if port_taken(s.start_port) else s.start_port
     import subprocess
 
-    logs = os.path.join(s.home, "logs")
-    os.makedirs(state, exist_ok=True)
-    os.makedirs(logs, exist_ok=True)
     with open(stamp, "w", encoding="utf-8") as fh:
         fh.write(str(time.time()))
-    cmd = [sys.executable, "-m", "memcli.cli", "serve", "--port", str(s.port),
+    cmd = [sys.executable, "-m", "memcli.cli", "serve", "--port", str(port),
            "--idle-timeout", os.environ.get("MEMCLI_HOOK_IDLE_TIMEOUT", str(IDLE_TIMEOUT_S))]
     with open(os.path.join(logs, "server.log"), "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True, cwd=s.home)
     with open(os.path.join(state, "server.pid"), "w", encoding="utf-8") as fh:
         fh.write(str(proc.pid))
-    log(s.home, f"started the server: pid {proc.pid}, port {s.port}")
+    log(s.home, f"started the server: pid {proc.pid}, port {port or 'any free one'}")
     return True
 
 
-def wait_healthy(s: Settings, deadline: float) -> bool:
+def wait_own_server(s: Settings, deadline: float) -> int | None:
+    """The port of this home's server once it answers ``/health`` as this home's, or None at the deadline."""
     while time.monotonic() < deadline - 0.05:
-        try:
-            status, _ = http(s.port, "GET", "/health", b"", s.token, min(deadline, time.monotonic() + 0.3))
-            if status == 200:
-                return True
-        except (ServerDown, Timeout, OSError):
-            pass
+        s.refresh()
+        if s.port is not None and s.home_id and s.token:
+            try:
+                status, body = http(s.port, "GET", "/health", b"", s.token, min(deadline, time.monotonic() + 0.3),
+                                    s.home_id)
+                # the id is in the answer only when our token was accepted and the home is ours
+                if status == 200 and s.home_id.encode() in body:
+                    return s.port
+            except (ServerDown, Timeout, OSError):
+                pass
         time.sleep(0.05)
-    return False
+    return None
 
 
 # --------------------------------------------------------------------------- the hook
 def event_deadline_ms(event: str, base_ms: int) -> int:
-    """UserPromptSubmit: the configured deadline (1.5 s); SessionStart: twice that; Stop (an async hook):
-    at least 4 s before the payload is spooled instead; SessionEnd (1.5 s for every plugin): 0.5 s at most."""
+    """How long the hook may take, from its start. UserPromptSubmit: the configured deadline (1.5 s).
+    SessionStart: most of the 10 s hooks.json gives it — a server that is cold (started by this hook or by
+    another a moment ago) opens the store and loads the model first, seconds on a busy machine, and the
+    session's first digest is worth the wait. Stop (an async hook): at least 4 s before the payload is spooled
+    instead. SessionEnd (1.5 s for every plugin): 0.5 s at most."""
     if event == "SessionStart":
-        return 2 * base_ms
+        return max(2 * base_ms, SESSION_START_WAIT_MS)
     if event == "Stop":
         return max(base_ms, 4000)
     if event == "SessionEnd":
@@ -345,29 +442,50 @@ def event_deadline_ms(event: str, base_ms: int) -> int:
     return base_ms
 
 
+def _ask_own_server(event: str, data: bytes, s: Settings, deadline: float) -> tuple[int, bytes] | None:
+    """The answer of a running server of this home, or None when none answers as ours. Only ports this home
+    recorded (server.json) or was told (MEMCLI_PORT) are tried, and only with the home's id: without one (no
+    server of this home ever ran) nothing is sent anywhere."""
+    if not s.home_id:
+        return None
+    for port in s.candidates():
+        try:
+            status, body = http(port, "POST", f"/hooks/{event}", data, s.token, deadline, s.home_id)
+        except ServerDown:
+            continue
+        if status in (401, 421):
+            log(s.home, f"{event}: the server on port {port} is not this home's (HTTP {status}); using our own")
+            continue
+        s.port = port
+        return status, body
+    return None
+
+
 def run(event: str, data: bytes, s: Settings, t0: float) -> bytes:
     """Forward one payload; returns what to print (possibly nothing)."""
     budget_ms = event_deadline_ms(event, s.deadline_ms)
     deadline = t0 + budget_ms / 1000.0
-    path = f"/hooks/{event}"
     try:
-        try:
-            status, body = http(s.port, "POST", path, data, s.token, deadline)
-        except ServerDown:
+        answer = _ask_own_server(event, data, s, deadline)
+        if answer is None:
+            # No server of this home answers: start it. A free MEMCLI_PORT is where it is expected.
+            port = None if s.env_port is None else 0 if port_taken(s.env_port) else s.env_port
             if event == "Stop":
                 spool(s.home, data)
-                start_server(s)
-                log(s.home, "Stop: server down; turn spooled, server started")
+                start_server(s, port)
+                log(s.home, "Stop: no server of this home; turn spooled, server started")
                 return b""
             if event == "SessionEnd":
                 if spool_pending(s.home):
-                    start_server(s)
+                    start_server(s, port)
                 return b""
-            start_server(s)
-            if not wait_healthy(s, deadline):
-                log(s.home, f"{event}: server not running; started it, nothing injected this time")
+            start_server(s, port)
+            own = wait_own_server(s, deadline)
+            if own is None:
+                log(s.home, f"{event}: no server of this home yet; started it, nothing injected this time")
                 return b""
-            status, body = http(s.port, "POST", path, data, s.token, deadline)
+            answer = http(own, "POST", f"/hooks/{event}", data, s.token, deadline, s.home_id)
+        status, body = answer
     except (Timeout, ServerDown, OSError) as exc:
         if event == "Stop":
             spool(s.home, data)  # the server may still finish it: captures are idempotent
@@ -391,6 +509,7 @@ def main(argv: list[str] | None = None) -> None:
     home = None
     out = b""
     try:
+        os.umask(0o077)  # the spool, logs and a server started from here are this user's alone
         s = resolve_settings()
         home = s.home
         event = argv[1] if len(argv) > 1 else ""

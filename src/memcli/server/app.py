@@ -3,8 +3,9 @@ Code hook routes under ``/hooks`` and ``GET /health``.
 
 The service is opened once (in the background at startup) and shared; every service call runs in the
 thread pool and is tracked, so shutdown waits for writes in flight. Requests are guarded in one place
-(:class:`Guard`): Host (when bound to loopback) and Origin validation, the bearer token, body size, and
-activity for the idle timeout.
+(:class:`Guard`): Host (when bound to loopback) and Origin validation, the bearer token (always: the
+configured one, else the home's, see :mod:`memcli.home`), the home identity, and activity for the idle
+timeout.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcli import __version__
 from memcli.errors import MemcliError, ValidationError
+from memcli.home import HomeAuth, load_or_create_auth
 from memcli.models import parse_time_ms
 from memcli.server.holder import ServiceHolder
 
@@ -43,7 +45,7 @@ MAX_BODY = 1 << 20  # 1 MiB for one memory
 MAX_BATCH_BODY = 10 << 20  # 10 MiB for a batch
 MAX_BATCH_ITEMS = 1000
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
-PROTECTED_PREFIXES = ("/api", "/mcp", "/hooks")
+OPEN_PATHS = frozenset({"/health"})  # every other route needs the token (/api, /mcp, /hooks, and 404s too)
 NEW_MEMORY_FIELDS = {"content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
                      "project", "created_at"}
 PATCH_FIELDS = {"content", "tags", "importance", "scope", "agent", "metadata", "ttl", "expected_version"}
@@ -82,12 +84,20 @@ def origin_allowed(origin: str | None, extra: frozenset[str] = frozenset()) -> b
 
 
 class Guard:
-    """ASGI middleware: activity tracking, Host/Origin validation, bearer token. Streams pass untouched."""
+    """ASGI middleware: activity tracking, Host/Origin validation, the bearer token and the home identity.
 
-    def __init__(self, app: ASGIApp, *, token: str | None, check_host: bool, extra_origins: frozenset[str],
-                 activity: "Activity") -> None:
+    The token is compared in constant time and never logged. A request that names a home (``X-Memcli-Home``,
+    sent by memcli's own clients) must name this server's: otherwise 421 ``wrong_home``, nothing read or
+    written. ``/health`` is open; whether its caller proved the token is left in ``scope["state"]``.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str, home_id: str, check_host: bool,
+                 extra_origins: frozenset[str], activity: "Activity") -> None:
+        if not token:
+            raise ValueError("the server needs a token")
         self.app = app
-        self.token = token.encode() if token else None
+        self.token = token.encode("utf-8")  # what a client puts on the wire
+        self.home_id = home_id
         self.check_host = check_host
         self.extra_origins = extra_origins
         self.activity = activity
@@ -106,21 +116,32 @@ class Guard:
         finally:
             self.activity.end()
 
+    def _authorized(self, auth: str) -> bool:
+        scheme, _, given = auth.partition(" ")
+        # the header's own bytes (decoded as latin-1 above), compared in constant time whatever the guess
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("latin-1"), self.token)
+
     def _check(self, scope: Scope) -> Response | None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
-                   if k in (b"host", b"origin", b"authorization")}
+                   if k in (b"host", b"origin", b"authorization", b"x-memcli-home")}
         if self.check_host and _host_of(headers.get("host", "")).lower() not in LOOPBACK_HOSTS:
             return error_response(421, "invalid Host header: this server only answers on its loopback address",
                                   "invalid_host")
         origin = headers.get("origin")
         if not origin_allowed(origin, self.extra_origins):
             return error_response(403, f"origin {origin!r} is not allowed", "forbidden_origin")
-        if self.token is not None and scope["path"].startswith(PROTECTED_PREFIXES):
-            auth = headers.get("authorization", "")
-            scheme, _, given = auth.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
-                return error_response(401, "missing or wrong bearer token (Authorization: Bearer <MEMCLI_TOKEN>)",
-                                      "unauthorized", {"WWW-Authenticate": "Bearer"})
+        authorized = self._authorized(headers.get("authorization", ""))
+        scope.setdefault("state", {})["memcli_authorized"] = authorized
+        if scope["path"] in OPEN_PATHS and not authorized:
+            return None  # /health answers, and says nothing
+        if not authorized:
+            return error_response(401, "missing or wrong bearer token (Authorization: Bearer <token>; the token "
+                                  "is MEMCLI_TOKEN or the server's <home>/auth.json)", "unauthorized",
+                                  {"WWW-Authenticate": "Bearer"})
+        home = headers.get("x-memcli-home")
+        if home is not None and home != self.home_id:
+            return error_response(421, "this server belongs to another memcli home: nothing was read or written",
+                                  "wrong_home")
         return None
 
 
@@ -203,7 +224,22 @@ def _int(params: Any, name: str, default: int | None = None) -> int | None:
         raise ValidationError(f"{name} must be an integer, got {value!r}") from None
 
 
+def _float(params: Any, name: str, default: float) -> float:
+    value = params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValidationError(f"{name} must be a number, got {value!r}") from None
+
+
 def _time(params: Any, name: str) -> int | None:
+    """``since=2d`` / an ISO date / epoch ms, or ``since_ms=<any integer>``: exact epoch milliseconds (what
+    memcli's own client sends: a short or negative number would read as a duration otherwise)."""
+    exact = _int(params, f"{name}_ms")
+    if exact is not None:
+        return exact
     value = params.get(name)
     return parse_time_ms(value) if value else None
 
@@ -243,15 +279,19 @@ def _etag(version: int) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- the app
 def create_app(config: "Config", service: "MemoryService | None" = None, *, host: str | None = None,
                idle_timeout: float | None = None, on_idle: Callable[[], None] | None = None,
-               allowed_origins: list[str] | None = None, holder: ServiceHolder | None = None) -> Starlette:
+               allowed_origins: list[str] | None = None, holder: ServiceHolder | None = None,
+               auth: HomeAuth | None = None) -> Starlette:
     """The ASGI app of ``memcli serve``.
 
     ``service``: an open service to share (tests); by default one is opened from ``config`` at startup, in
     the background. ``idle_timeout`` (seconds, 0/None = never) calls ``on_idle`` after that long with no
-    request in flight or arriving.
+    request in flight or arriving. ``auth``: the home's identity and token (default: read or created in
+    ``config.home``); ``config.server.token`` (MEMCLI_TOKEN), when set, is the token instead.
     """
     holder = holder or ServiceHolder(config, service)
     host = host or config.server.host
+    auth = auth or load_or_create_auth(config.home)
+    token = config.server.token or auth.token
     activity = Activity()
     mcp = McpEndpoint(holder)
 
@@ -260,8 +300,10 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
 
     # ------------------------------------------------------------------ handlers
     async def health(request: Request) -> Response:
+        if not request.scope.get("state", {}).get("memcli_authorized"):
+            return JSONResponse({"ok": True})  # a liveness probe learns nothing about whose server this is
         return JSONResponse({"ok": True, "version": __version__, "pid": os.getpid(), "home": str(config.home),
-                             "ready": holder.ready})
+                             "home_id": auth.home_id, "ready": holder.ready})
 
     async def list_memories(request: Request) -> Response:
         q = request.query_params
@@ -321,12 +363,28 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     async def search(request: Request, mode: str = "hybrid") -> Response:
         q = request.query_params
         query = q.get("q") or q.get("query") or ""
+        # `project` alone filters (the REST contract); project_only=false makes it a ranking boost only
+        project_only = _bool(q, "project_only") if "project_only" in q else bool(q.get("project"))
         hits = await call("recall", query, top_k=_int(q, "limit", None) or _int(q, "top_k", 5),
                           namespace=q.get("namespace"), scope=q.get("scope"), agent=q.get("agent"), tags=_tags(q),
                           since=_time(q, "since"), until=_time(q, "until"), project=q.get("project"),
-                          project_only=bool(q.get("project")), include_expired=_bool(q, "include_expired"),
-                          explain=_bool(q, "explain"), mode=mode if mode == "vector" else q.get("mode") or mode)
+                          project_only=project_only, include_expired=_bool(q, "include_expired"),
+                          explain=_bool(q, "explain"), mode=mode if mode == "vector" else q.get("mode") or mode,
+                          min_score=_float(q, "min_score", 0.0))
         return JSONResponse([h.item() for h in hits])
+
+    async def check_duplicate(request: Request) -> Response:
+        d = _object(await read_json(request, MAX_BODY), {"content", "threshold", "namespace"}, "the check")
+        if "content" not in d:
+            raise ValidationError("the check has no content")
+        threshold = d.get("threshold")
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
+            raise ValidationError("threshold must be a number between 0 and 1")
+        res = await call("check_duplicate", d["content"], namespace=d.get("namespace"), threshold=threshold)
+        return JSONResponse(res.item())
+
+    async def stats(request: Request) -> Response:
+        return JSONResponse(await call("stats"))
 
     async def vector_search(request: Request) -> Response:
         return await search(request, mode="vector")
@@ -342,6 +400,8 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         Route("/api/memories/{memory_id}/history", memory_history, methods=["GET"]),
         Route("/api/search", search, methods=["GET"]),
         Route("/api/vector-search", vector_search, methods=["GET"]),
+        Route("/api/check-duplicate", check_duplicate, methods=["POST"]),
+        Route("/api/stats", stats, methods=["GET"]),
     ]
     routes += _hook_routes(holder, config)
     routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
@@ -396,7 +456,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
 
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, token=config.server.token, check_host=host in LOOPBACK_HOSTS,
+        middleware=[Middleware(Guard, token=token, home_id=auth.home_id, check_host=host in LOOPBACK_HOSTS,
                                extra_origins=frozenset(allowed_origins or ()), activity=activity)],
         exception_handlers={MemcliError: on_memcli_error, ApiError: on_api_error, HTTPException: on_http_error,
                             Exception: on_crash},

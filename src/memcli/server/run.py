@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memcli.home import SERVER_FILE, read_server_file
+
 if TYPE_CHECKING:
     from memcli.config import Config
 
 log = logging.getLogger("memcli.server")
-SERVER_FILE = "server.json"
 GRACEFUL_SECONDS = 5.0  # open MCP streams are cut after this; writes in flight always finish (ServiceHolder)
 
 
@@ -22,20 +23,16 @@ def server_file(home: Path) -> Path:
     return home / SERVER_FILE
 
 
-def read_server_file(home: Path) -> dict[str, Any] | None:
-    """What a running server wrote about itself (pid, port, host, started_at), or None."""
-    try:
-        data = json.loads(server_file(home).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _write_server_file(home: Path, info: dict[str, Any]) -> None:
-    home.mkdir(parents=True, exist_ok=True)
+    from memcli.home import PRIVATE_FILE, private_dir
+
+    private_dir(home)
     path = server_file(home)
     tmp = path.with_name(f".{SERVER_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info), encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(info))
+    os.chmod(tmp, PRIVATE_FILE)  # O_CREAT's mode does not apply to a leftover temp file
     os.replace(tmp, path)
 
 
@@ -55,14 +52,19 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
     """Serve until SIGTERM/SIGINT (or the idle timeout). Returns the exit code."""
     import uvicorn
 
+    from memcli.home import auth_path, load_or_create_auth, secure_home
     from memcli.server.app import LOOPBACK_HOSTS, create_app
 
     host = host or config.server.host
     port = config.server.port if port is None else port
     idle = config.server.idle_timeout if idle_timeout is None else idle_timeout
-    if host not in LOOPBACK_HOSTS and not config.server.token:
-        log.warning("serving on %s without a token: anyone who can reach this port can read and write every "
-                    "memory. Set MEMCLI_TOKEN (or [server] token) for team use.", host)
+    secure_home(config.home)
+    auth = load_or_create_auth(config.home)
+    if host not in LOOPBACK_HOSTS:
+        # The token is always required; beyond this machine it also travels the network in clear text.
+        where = "MEMCLI_TOKEN / [server] token" if config.server.token else f"{auth_path(config.home)}"
+        log.warning("serving on %s: clients need the bearer token (%s); plain HTTP carries it unencrypted, so "
+                    "put a TLS proxy in front of this server beyond a trusted network.", host, where)
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -84,7 +86,8 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
     def stop() -> None:
         server.should_exit = True
 
-    app = create_app(config, host=host, idle_timeout=idle or None, on_idle=stop, allowed_origins=allowed_origins)
+    app = create_app(config, host=host, idle_timeout=idle or None, on_idle=stop, allowed_origins=allowed_origins,
+                     auth=auth)
     uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=log_level, access_log=False,
                                timeout_graceful_shutdown=GRACEFUL_SECONDS, lifespan="on")
     server = Server(uv_config)

@@ -473,6 +473,10 @@ def apply_plan(plan: Plan, *, run: Any = None) -> ApplyResult:
         _finish(plan, ws)
     if plan.state is not None:
         apply_changes([plan.state], None)
+    if plan.machine.memcli_home.is_dir():
+        from memcli.home import secure_home
+
+        secure_home(plan.machine.memcli_home)  # config (API key), state and backups: the user's alone
     return ApplyResult(written, backups, results)
 
 
@@ -485,6 +489,32 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 
 # ---------------------------------------------------------------------------------------------- print
+def http_snippets(m: Machine, agents: list[str], *, url: str, token: str) -> dict[str, str]:
+    """Each agent's MCP-over-HTTP entry for a running `memcli serve` at ``url`` (its /mcp endpoint), with
+    the bearer token every request needs (`memcli setup --print --http`)."""
+    import shlex
+
+    auth = {"Authorization": f"Bearer {token}"}
+    out: dict[str, str] = {}
+    for agent in agents:
+        if agent == "claude-code":
+            out[agent] = (f"claude mcp add --scope user --transport http {SERVER_NAME} {shlex.quote(url)} "
+                          f"--header {shlex.quote('Authorization: Bearer ' + token)}\n\n# or in {m.claude_json()}:\n"
+                          + json.dumps({"mcpServers": {SERVER_NAME: {"type": "http", "url": url, "headers": auth}}},
+                                       indent=2))
+        elif agent == "codex":
+            out[agent] = f"# {m.codex_config()}\n" + toml_table_block(f"mcp_servers.{SERVER_NAME}",
+                                                                      {"url": url, "http_headers": auth})
+        elif agent in ("gemini", "antigravity"):
+            key = "httpUrl" if agent == "gemini" else "serverUrl"
+            path = AGENTS[agent].config_path(m)
+            out[agent] = f"// {path}\n" + json.dumps({"mcpServers": {SERVER_NAME: {key: url, "headers": auth}}},
+                                                     indent=2)
+        else:
+            out[agent] = f"# {AGENTS[agent].name} starts its MCP servers over stdio here: use `memcli setup --print`."
+    return out
+
+
 def snippets(m: Machine, agents: list[str], *, claude_hooks: str = "settings") -> dict[str, str]:
     """The config each agent needs, as the user would write it by hand (`memcli setup --print`)."""
     server = m.mcp_server()
