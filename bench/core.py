@@ -255,7 +255,8 @@ def main() -> None:
                 single_writes(home, texts, args.writes)
                 bench_recall(home, qs, f"warm, after {args.writes} single writes", args.rounds)
             cold_cli(home, qs[0])
-            warm_server_cli(home, qs[:args.cli_runs])
+            if args.cli_runs:
+                warm_server_cli(home, qs[:args.cli_runs])
         finally:
             shutil.rmtree(home, ignore_errors=True)
 

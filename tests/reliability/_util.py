@@ -159,7 +159,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise AssertionError(f"memcli serve exited with {self.proc.returncode}:\n{self.log_text()}")
             try:
-                r = httpx.get(self.url + "/health", timeout=1)
+                r = httpx.get(self.url + "/health", headers=AUTH, timeout=1)  # "ready" is told to the token only
                 if r.status_code == 200 and r.json().get("ready"):
                     return
             except (httpx.HTTPError, ValueError):
