@@ -69,7 +69,7 @@ def seed(api: httpx.Client, namespace: str, *, copies: int = 3) -> dict[str, Any
             content = text if i == 0 else f"{text} (seen again in session {i + 1})"
             batch.append({"content": content, "agent": agent, "project": project, "tags": tags,
                           "namespace": namespace, "importance": 0.5 + 0.1 * (j % 4),
-                          "created_at": now - ((i * len(FACTS) + j) * 37 % 21) * DAY_MS - (j + 60) * 60_000})
+                          "created_at": now - ((i * 7 + j * 11) % 19) * DAY_MS - (j + 60) * 60_000})
     batch.append({"content": XSS, "agent": "codex", "project": "web-app", "namespace": namespace,
                   "tags": ["security"], "created_at": now - 5_000})
     r = api.post("/api/memories/batch", json=batch)
@@ -109,7 +109,10 @@ def search(page: Any, query: str, expect_id: str) -> float:
     page.fill("#q", query)
     t0 = time.perf_counter()
     page.click("#search-btn")
-    page.wait_for_selector(f"#list .mem[data-id='{expect_id}']")
+    # this search's results (an earlier list may hold the same memory)
+    page.wait_for_function("([q, id]) => document.getElementById('list-title').textContent.startsWith("
+                           "`Search results for “${q}”`) && document.querySelector(`#list .mem[data-id='${id}']`)",
+                           arg=[query, expect_id])
     return time.perf_counter() - t0
 
 
@@ -167,3 +170,31 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t0
+
+
+def contract_routes(context: Any, ids: list[str], calls: list[str]) -> None:
+    """Answer /api/distill/* in this browser context as the distill branch's REST contract says (until that
+    branch is merged this server has no such routes; the page's side of the contract is what is checked)."""
+    import json
+
+    tag = "distill-20261201T080000Z"
+    plan = {"plan": {"archive": [ids[0]], "merge": [{"keep": ids[1], "merge": [ids[2], ids[3]],
+                                                     "content": XSS, "namespace": "default"}],
+                     "promote": [ids[4]]},
+            "counts": {"archive": 1, "merge": 2, "promote": 1}}
+    answers = {("GET", "/api/distill/tags"): {"tags": [tag]},
+               ("GET", "/api/distill/plan"): plan,
+               ("POST", "/api/distill/apply"): {"ok": True, "tag": tag, "counts": plan["counts"]},
+               ("POST", "/api/distill/undo"): {"ok": True, "restored": tag}}
+
+    def handle(route: Any) -> None:
+        req = route.request
+        path = "/" + req.url.split("/", 3)[3].split("?")[0]
+        calls.append(f"{req.method} {path} {req.post_data or ''}".strip())
+        body = answers.get((req.method, path))
+        if body is None:
+            route.fulfill(status=404, content_type="application/json", body='{"ok": false, "code": "not_found"}')
+        else:
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    context.route("**/api/distill/**", handle)

@@ -304,3 +304,29 @@ def test_browser_forget_removes_it(page: object, api: httpx.Client, seeded: dict
 def test_browser_distill_panel_degrades_when_the_server_has_no_distill(page: object) -> None:
     assert page.text_content("#distill-status") == "distill not available on this server"  # type: ignore[attr-defined]
     assert page.is_disabled("#distill-plan")  # type: ignore[attr-defined]
+
+
+def test_browser_distill_panel_speaks_the_distill_contract(browser: object, server: ServerProc, api: httpx.Client,
+                                                           seeded: dict) -> None:
+    ctx = browser.new_context()  # type: ignore[attr-defined]
+    calls: list[str] = []
+    ids = list(seeded["ids"].values())
+    wc.contract_routes(ctx, ids, calls)
+    try:
+        pg = ctx.new_page()
+        wc.login(pg, server.url, wc.mint_code(api))
+        pg.click("#distill-plan")
+        pg.wait_for_selector("#distill-out h3")
+        out = pg.text_content("#distill-out")
+        assert "Archive (1)" in out and "Merge (1)" in out and "Promote to global (1)" in out
+        assert wc.XSS in out and pg.locator("#distill-out img").count() == 0  # merged content is text too
+        pg.click("#distill-apply")
+        pg.click("#distill-confirm-yes")
+        pg.wait_for_selector("#distill-out .msg.ok")
+        assert "Applied (tag distill-20261201T080000Z)" in pg.text_content("#distill-out")
+        pg.click("#distill-undo-btn")
+        pg.wait_for_selector("#distill-out .msg.ok:text('Restored')")
+        assert 'POST /api/distill/undo {"tag":"distill-20261201T080000Z"}' in calls
+        assert pg.evaluate("window.__xss") is None
+    finally:
+        ctx.close()

@@ -240,14 +240,15 @@ async function loadChart() {
 }
 
 function drawChart(data) {
-  const W = 600, H = 150, L = 28, B = 18, T = 6;
+  // drawn at the box's own width: text and bars keep their proportions
+  const W = Math.max(300, Math.round($("chart").clientWidth) || 600), H = 150, L = 28, B = 18, T = 6;
   const n = data.days.length;
   const totals = data.days.map((_, i) => data.series.reduce((s, x) => s + x.counts[i], 0));
   const max = Math.max(1, ...totals);
   const bw = (W - L) / n;
   const y = (v) => T + (H - T - B) * (1 - v / max);
-  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "memories per day per agent",
-                          preserveAspectRatio: "none" });
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
+                          "aria-label": "memories per day per agent" });
   for (const v of [0, Math.ceil(max / 2), max]) {
     svg.append(el("line", { class: "grid", x1: L, x2: W, y1: y(v), y2: y(v) }));
     svg.append(el("text", { class: "axis", x: L - 4, y: y(v) + 3, "text-anchor": "end" }, v));
@@ -263,9 +264,10 @@ function drawChart(data) {
       svg.append(r);
       acc += c;
     }
-    if (i % 7 === (n - 1) % 7) {
-      svg.append(el("text", { class: "axis", x: L + i * bw + bw / 2, y: H - 4, "text-anchor": "middle" },
-                    data.days[i].slice(5)));
+    if ((n - 1 - i) % 7 === 0) {  // a label a week, the last one on today
+      const last = i === n - 1;
+      svg.append(el("text", { class: "axis", x: last ? W : L + i * bw + bw / 2, y: H - 4,
+                              "text-anchor": last ? "end" : "middle" }, data.days[i].slice(5)));
     }
   }
   clear($("chart")).append(svg);
