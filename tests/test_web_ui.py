@@ -109,6 +109,7 @@ def test_login_code_is_single_use_and_gives_an_httponly_session(server: ServerPr
 
 def test_bad_login_requests_get_clear_4xx(anon: httpx.Client) -> None:
     assert _login(anon, "not-a-real-code-at-all").status_code == 401
+    assert anon.post("/api/ui/login", json={"code": "x" * 32}).status_code == 403  # not from the page
     r = anon.post("/api/ui/login", json={"nope": 1}, headers={"X-Memcli-UI": "1"})
     assert r.status_code == 422 and "code" in r.json()["error"]
     r = anon.post("/api/ui/login", content=b"{broken", headers={"X-Memcli-UI": "1"})
@@ -153,8 +154,10 @@ def test_memcli_ui_prints_a_working_one_time_link(server: ServerProc, anon: http
 def test_memcli_ui_starts_the_homes_server_when_none_runs(tmp_path: Path) -> None:
     home = tmp_path / "fresh-home"
     port = free_port()
-    env = {**_env(tmp_path), "MEMCLI_HOME": str(home), "MEMCLI_PORT": str(port), "MEMCLI_HOOK_IDLE_TIMEOUT": "60"}
-    p = subprocess.run([MEMCLI, "ui", "--no-browser", "--json"], env=env, capture_output=True, text=True, timeout=90)
+    # --home (not MEMCLI_HOME): the server it starts must open that home too
+    env = {**_env(tmp_path), "MEMCLI_PORT": str(port), "MEMCLI_HOOK_IDLE_TIMEOUT": "60"}
+    p = subprocess.run([MEMCLI, "--home", str(home), "ui", "--no-browser", "--json"], env=env, capture_output=True,
+                       text=True, timeout=90)
     info = json.loads((home / "server.json").read_text()) if (home / "server.json").exists() else None
     try:
         assert p.returncode == 0, p.stderr
@@ -163,6 +166,8 @@ def test_memcli_ui_starts_the_homes_server_when_none_runs(tmp_path: Path) -> Non
         r = httpx.post(f"http://127.0.0.1:{port}/api/ui/login", json={"code": out["url"].split("code=")[1]},
                        headers={"X-Memcli-UI": "1"})
         assert r.status_code == 200
+        health = httpx.get(f"http://127.0.0.1:{port}/health", headers={"X-Memcli-UI": "1"}, cookies=r.cookies).json()
+        assert health["home"] == str(home)
     finally:
         if info:
             try:

@@ -52,15 +52,14 @@ def ensure_server(config: "Config", wait_s: float = START_WAIT_S) -> int:
     import os
 
     from memcli.hooks import client
-
-    env = dict(os.environ)
-    env["MEMCLI_HOME"] = str(config.home)
-    if config.server.token:
-        env["MEMCLI_TOKEN"] = config.server.token
     from memcli.home import load_or_create_auth
 
+    # The server inherits this environment: it must open this home (`--home` too) with this token.
+    os.environ["MEMCLI_HOME"] = str(config.home)
+    if config.server.token:
+        os.environ["MEMCLI_TOKEN"] = config.server.token
     load_or_create_auth(config.home)  # the server would create it too; the client needs it to recognise it
-    s = client.resolve_settings(env)
+    s = client.resolve_settings(os.environ)
     wanted = config.server.port
     client.start_server(s, 0 if client.port_taken(wanted) else wanted)
     port = client.wait_own_server(s, time.monotonic() + wait_s)

@@ -91,6 +91,8 @@ def web_routes(call: Call, ui: UiAuth) -> list[BaseRoute]:
                             headers={"Cache-Control": "no-store"})
 
     async def login(request: Request) -> Response:
+        if not ui.from_page(request.headers):
+            return error_response(403, "sign in from the memcli web page (it sends X-Memcli-UI: 1)", "forbidden")
         data = await read_json(request, MAX_LOGIN_BODY)
         code = data.get("code") if isinstance(data, dict) else None
         if not isinstance(code, str) or not code:

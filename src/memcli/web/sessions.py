@@ -96,11 +96,14 @@ class UiAuth:
         if session:
             self.sessions.take(session)
 
+    @staticmethod
+    def from_page(headers: Mapping[str, str]) -> bool:
+        """The page's marker header, and not a request from another site."""
+        return headers.get(UI_HEADER) == "1" and headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
+
     def authorized(self, headers: Mapping[str, str]) -> bool:
-        """A request from the page: its session cookie, the marker header, and not from another site."""
-        if headers.get(UI_HEADER) != "1":
-            return False
-        if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        """A request from the page with a live session cookie."""
+        if not self.from_page(headers):
             return False
         session = cookie_value(headers.get("cookie", ""), self.cookie_name)
         return bool(session) and self.sessions.valid(session)

@@ -81,8 +81,8 @@ async function api(method, path, { body, headers } = {}) {
     r = await fetch(path, { method, headers: h, credentials: "same-origin", cache: "no-store",
                             body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (e) {
-    banner("The memcli server does not answer (stopped, or idle for 30 minutes): run `memcli ui` again.", "error");
-    throw e;
+    throw new ApiError(0, { error: "The memcli server does not answer (stopped, or idle for 30 minutes): " +
+                                   "run `memcli ui` again." });
   }
   let data = null;
   try { data = await r.json(); } catch (_) { data = null; }
@@ -240,6 +240,7 @@ async function loadChart() {
 }
 
 function drawChart(data) {
+  lastChart = data;
   // drawn at the box's own width: text and bars keep their proportions
   const W = Math.max(300, Math.round($("chart").clientWidth) || 600), H = 150, L = 28, B = 18, T = 6;
   const n = data.days.length;
@@ -500,7 +501,14 @@ function refreshAll() {
     .catch(report);
 }
 
+let lastChart = null;
+let resizeTimer = 0;
+
 function wire() {
+  window.addEventListener("resize", () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => { if (lastChart) drawChart(lastChart); }, 150);
+  });
   $("search-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     state.query = $("q").value.trim();
