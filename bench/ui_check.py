@@ -92,6 +92,9 @@ def main() -> int:
             counts = wc.sidebar_counts(page)
             check("sidebar counts", counts[""] == seeded["total"]
                   and all(counts[s] == n for s, n in seeded["per_scope"].items()), str(counts))
+            page.click("#more")
+            page.wait_for_function("n => document.querySelectorAll('#list .mem').length === n", arg=seeded["total"])
+            check("'Load more' pages through the list", page.is_hidden("#more"))
             first = page.locator("#list .mem").first
             check("XSS content renders as text", first.locator(".content").text_content() == wc.XSS
                   and first.locator("img, script").count() == 0 and page.evaluate("window.__xss") is None)

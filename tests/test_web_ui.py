@@ -116,6 +116,23 @@ def test_bad_login_requests_get_clear_4xx(anon: httpx.Client) -> None:
     assert r.status_code == 400 and r.json()["code"] == "invalid_json"
 
 
+def test_login_codes_expire_and_outstanding_ones_are_bounded() -> None:
+    from memcli.web.sessions import MAX_CODES, UiAuth
+
+    ui = UiAuth("0123456789abcdef", code_ttl=0.05, session_ttl=0.05)
+    code, _ = ui.mint_code()
+    time.sleep(0.1)
+    assert ui.login(code) is None  # expired
+    ui = UiAuth("0123456789abcdef", session_ttl=0.05)
+    codes = [ui.mint_code()[0] for _ in range(MAX_CODES + 5)]
+    assert ui.login(codes[0]) is None and ui.login(codes[-1]) is not None  # the oldest were dropped
+    session, _ = ui.login(codes[-2])
+    headers = {"cookie": f"other=1; {ui.cookie_name}={session}", "x-memcli-ui": "1"}
+    assert ui.authorized(headers)
+    time.sleep(0.1)
+    assert not ui.authorized(headers)  # the session expired
+
+
 def test_scope_counts_and_daily_chart_endpoints(api: httpx.Client) -> None:
     ns = "c-" + uuid.uuid4().hex[:8]
     now = int(time.time() * 1000)
