@@ -98,8 +98,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open the web view (browse, search, edit and forget memories; the distill plan) in your browser.
 
-        Starts this home's server when none runs, and opens a one-time sign-in link: the page trades it for
-        a browser session, so the server's token never appears in a URL.
+        Starts this home's server when none runs. The one-time link signs the browser in; no token in URLs.
 
         Example: memcli ui          memcli ui --no-browser
         """
