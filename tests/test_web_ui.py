@@ -98,6 +98,9 @@ def test_login_code_is_single_use_and_gives_an_httponly_session(server: ServerPr
     # ... but not without it, nor from another site (a page on another port of 127.0.0.1 sends the cookie too)
     assert anon.get("/api/stats/scopes").status_code == 401
     assert anon.get("/api/stats/scopes", headers={"X-Memcli-UI": "1", "Sec-Fetch-Site": "cross-site"}).status_code == 401
+    # nor for the MCP endpoint or the hooks: a browser session is for the page's API calls
+    assert anon.post("/mcp", json={}, headers={"X-Memcli-UI": "1"}).status_code == 401
+    assert anon.post("/hooks/SessionStart", json={}, headers={"X-Memcli-UI": "1"}).status_code == 401
     # a session cannot mint more codes; the code cannot be used twice
     assert anon.post("/api/ui/codes", json={}, headers={"X-Memcli-UI": "1"}).status_code == 403
     again = _login(httpx.Client(base_url=server.url), code)

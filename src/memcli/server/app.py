@@ -135,7 +135,7 @@ class Guard:
         if not origin_allowed(origin, self.extra_origins):
             return error_response(403, f"origin {origin!r} is not allowed", "forbidden_origin")
         via = "token" if self._authorized(headers.get("authorization", "")) else \
-            "session" if self.ui is not None and self.ui.authorized(headers) else None
+            "session" if self.ui is not None and self.ui.authorized(headers, scope["path"]) else None
         authorized = via is not None
         scope.setdefault("state", {}).update(memcli_authorized=authorized, memcli_auth_via=via)
         if (scope["path"] in OPEN_PATHS or (self.ui is not None and is_public(scope["path"]))) and not authorized:

@@ -101,9 +101,10 @@ class UiAuth:
         """The page's marker header, and not a request from another site."""
         return headers.get(UI_HEADER) == "1" and headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
 
-    def authorized(self, headers: Mapping[str, str]) -> bool:
-        """A request from the page with a live session cookie."""
-        if not self.from_page(headers):
+    def authorized(self, headers: Mapping[str, str], path: str = "/api/") -> bool:
+        """A request from the page with a live session cookie, to what the page uses: ``/api`` and ``/health``
+        (a browser session has no business with ``/mcp`` or ``/hooks``)."""
+        if not self.from_page(headers) or not (path.startswith("/api/") or path == "/health"):
             return False
         session = cookie_value(headers.get("cookie", ""), self.cookie_name)
         return bool(session) and self.sessions.valid(session)
