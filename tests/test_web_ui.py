@@ -315,6 +315,15 @@ def test_browser_stale_edit_shows_the_conflict(page: object, api: httpx.Client, 
     assert shown["current"] == theirs and shown["form_kept"] == mine
     assert shown["after_reload"] == theirs
     assert api.get(f"/api/memories/{target}").json()["content"] == theirs  # nothing was overwritten
+    # once more, and this time keep mine: saved over the version now stored, not blindly
+    api.patch(f"/api/memories/{target}", json={"content": "checkout_v2 is now at 75%."}).raise_for_status()
+    page.fill("#d-content", mine)  # type: ignore[attr-defined]
+    page.click("#d-save")  # type: ignore[attr-defined]
+    page.wait_for_selector("#d-conflict:not([hidden])")  # type: ignore[attr-defined]
+    page.click("#d-overwrite")  # type: ignore[attr-defined]
+    page.wait_for_selector("#d-msg.ok")  # type: ignore[attr-defined]
+    stored = api.get(f"/api/memories/{target}").json()
+    assert stored["content"] == mine and stored["version"] == 4
 
 
 def test_browser_forget_removes_it(page: object, api: httpx.Client, seeded: dict) -> None:

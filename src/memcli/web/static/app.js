@@ -184,8 +184,8 @@ function memoryRow(m) {
   const li = el("li", {
     class: "mem" + (state.selected && state.selected.memory_id === m.memory_id ? " selected" : ""),
     "data-id": m.memory_id, tabindex: "0",
-    onclick: (ev) => { if (!ev.target.closest("details")) openMemory(m.memory_id); },
-    onkeydown: (ev) => { if (ev.key === "Enter") openMemory(m.memory_id); },
+    onclick: (ev) => { if (!ev.target.closest("details")) openMemory(m.memory_id).catch(report); },
+    onkeydown: (ev) => { if (ev.key === "Enter") openMemory(m.memory_id).catch(report); },
   }, el("div", { class: "content" }, m.content), meta);
   if (m.explain) li.append(explainBox(m.explain));
   return li;
@@ -524,14 +524,20 @@ function wire() {
     showSignin("Signed out.");
   });
   for (const id of ["d-content", "d-tags", "d-importance"]) $(id).addEventListener("input", onEdit);
-  $("d-save").addEventListener("click", () => save(state.selected.version));
+  $("d-save").addEventListener("click", () => save(state.selected.version).catch(report));
   $("d-close").addEventListener("click", () => { $("detail").hidden = true; state.selected = null; });
   $("d-forget").addEventListener("click", () => { $("d-confirm").hidden = false; });
   $("d-confirm-no").addEventListener("click", () => { $("d-confirm").hidden = true; });
   $("d-confirm-yes").addEventListener("click", () => forget().catch(report));
   $("d-history-btn").addEventListener("click", () => showHistory().catch(report));
   $("d-reload").addEventListener("click", () => { showMemory(state.conflict); replaceInList(state.conflict); });
-  $("d-overwrite").addEventListener("click", () => { $("d-conflict").hidden = true; save(state.conflict.version); });
+  $("d-overwrite").addEventListener("click", () => {
+    // mine over theirs: what the form holds, compared with (and checked against) the version now stored
+    $("d-conflict").hidden = true;
+    state.selected = state.conflict;
+    if (!Object.keys(editedFields()).length) return message("Nothing to save: the stored version already says this.");
+    save(state.conflict.version).catch(report);
+  });
   $("distill-plan").addEventListener("click", () => showPlan().catch(report));
   $("distill-apply").addEventListener("click", () => { $("distill-confirm").hidden = false; });
   $("distill-confirm-no").addEventListener("click", () => { $("distill-confirm").hidden = true; });
