@@ -208,7 +208,10 @@ def browser() -> Iterator[object]:
     except ImportError:
         pytest.skip("playwright is not installed (pip install '.[test]')")
     with sync_playwright() as p:
-        b = wc.launch(p, exe)
+        try:
+            b = wc.launch(p, exe)
+        except Exception as exc:  # noqa: BLE001 - a Chromium that cannot start (missing libraries…)
+            pytest.skip(f"Chromium at {exe} did not start: {str(exc).splitlines()[0]}")
         yield b
         b.close()
 
