@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "memcli"
-FACES = ("cli", "hooks", "mcp", "server", "setup", "agents")
+FACES = ("cli", "hooks", "mcp", "server", "setup", "agents", "web")
 FORBIDDEN = ("typer", "rich", "mcp", "starlette", "uvicorn", "click") + tuple(f"memcli.{f}" for f in FACES)
 
 

@@ -472,6 +472,20 @@ class MemoryService:
             "indexes": sorted(self.store._index_names()),
         }
 
+    def scope_counts(self) -> dict[str, Any]:
+        """Memories per namespace and scope, as ``list`` shows them (the web view's sidebar)."""
+        from memcli.activity import scope_counts
+
+        return scope_counts(self.store, default_namespace=self.namespace, now=now_ms())
+
+    def daily_counts(self, *, days: int = 30, namespace: str | None = None, all_namespaces: bool = False,
+                     tz_offset_minutes: int = 0) -> dict[str, Any]:
+        """Memories created per day per scope over the last ``days`` days (the web view's chart)."""
+        from memcli.activity import daily_counts
+
+        return daily_counts(self.store, namespace=None if all_namespaces else self._ns(namespace), days=days,
+                            tz_offset_minutes=tz_offset_minutes, now=now_ms())
+
     def compact(self) -> dict[str, Any]:
         return self.store.compact(blocking=True)
 

@@ -34,6 +34,8 @@ from memcli.errors import MemcliError, ValidationError
 from memcli.home import HomeAuth, load_or_create_auth
 from memcli.models import parse_time_ms
 from memcli.server.holder import ServiceHolder
+from memcli.web.routes import is_public, web_routes
+from memcli.web.sessions import UiAuth
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -92,7 +94,7 @@ class Guard:
     """
 
     def __init__(self, app: ASGIApp, *, token: str, home_id: str, check_host: bool,
-                 extra_origins: frozenset[str], activity: "Activity") -> None:
+                 extra_origins: frozenset[str], activity: "Activity", ui: "UiAuth | None" = None) -> None:
         if not token:
             raise ValueError("the server needs a token")
         self.app = app
@@ -101,6 +103,7 @@ class Guard:
         self.check_host = check_host
         self.extra_origins = extra_origins
         self.activity = activity
+        self.ui = ui  # the web view's browser sessions (memcli.web.sessions), when it is served
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -123,16 +126,19 @@ class Guard:
 
     def _check(self, scope: Scope) -> Response | None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
-                   if k in (b"host", b"origin", b"authorization", b"x-memcli-home")}
+                   if k in (b"host", b"origin", b"authorization", b"x-memcli-home", b"cookie", b"x-memcli-ui",
+                            b"sec-fetch-site")}
         if self.check_host and _host_of(headers.get("host", "")).lower() not in LOOPBACK_HOSTS:
             return error_response(421, "invalid Host header: this server only answers on its loopback address",
                                   "invalid_host")
         origin = headers.get("origin")
         if not origin_allowed(origin, self.extra_origins):
             return error_response(403, f"origin {origin!r} is not allowed", "forbidden_origin")
-        authorized = self._authorized(headers.get("authorization", ""))
-        scope.setdefault("state", {})["memcli_authorized"] = authorized
-        if scope["path"] in OPEN_PATHS and not authorized:
+        via = "token" if self._authorized(headers.get("authorization", "")) else \
+            "session" if self.ui is not None and self.ui.authorized(headers, scope["path"]) else None
+        authorized = via is not None
+        scope.setdefault("state", {}).update(memcli_authorized=authorized, memcli_auth_via=via)
+        if (scope["path"] in OPEN_PATHS or (self.ui is not None and is_public(scope["path"]))) and not authorized:
             return None  # /health answers, and says nothing
         if not authorized:
             return error_response(401, "missing or wrong bearer token (Authorization: Bearer <token>; the token "
@@ -294,6 +300,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     token = config.server.token or auth.token
     activity = Activity()
     mcp = McpEndpoint(holder)
+    ui = UiAuth(auth.home_id)
 
     async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(holder.call, method, *args, **kwargs)
@@ -404,6 +411,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         Route("/api/stats", stats, methods=["GET"]),
     ]
     routes += _hook_routes(holder, config)
+    routes += web_routes(call, ui)
     routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
 
     # ------------------------------------------------------------------ errors
@@ -457,7 +465,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     app = Starlette(
         routes=routes,
         middleware=[Middleware(Guard, token=token, home_id=auth.home_id, check_host=host in LOOPBACK_HOSTS,
-                               extra_origins=frozenset(allowed_origins or ()), activity=activity)],
+                               extra_origins=frozenset(allowed_origins or ()), activity=activity, ui=ui)],
         exception_handlers={MemcliError: on_memcli_error, ApiError: on_api_error, HTTPException: on_http_error,
                             Exception: on_crash},
         lifespan=lifespan,
