@@ -213,6 +213,12 @@ class IndexMaintenance:
         return bool(self.facts.get("expiry", lambda: self.count(
             f"expires_at IS NOT NULL AND expires_at <= {horizon}") > 0))
 
+    def has_inactive(self) -> bool:
+        """Whether any memory is superseded or archived (memcli distill). When none is, a search can leave
+        out the status filter and check the rows it keeps instead."""
+        return bool(self.facts.get("inactive", lambda: self.count(
+            "status IS NOT NULL AND status != 'active'") > 0))
+
     def fragment_count(self) -> int:
         return int(self.table.stats()["fragment_stats"]["num_fragments"])
 
@@ -228,6 +234,8 @@ class IndexMaintenance:
             self.facts.forget("importance")
         if not rows or any(r.get("project") for r in rows):
             self.facts.forget("project")
+        if not rows or any(r.get("status") not in (None, "active") for r in rows):
+            self.facts.forget("inactive")
         if not self._fts_ready:  # the first write creates the keyword index (later rows join it on compaction)
             try:
                 self.ensure_fts_index()
@@ -298,7 +306,9 @@ class IndexMaintenance:
                         retries)
             self.rebuild_vector_indexes_if_stale()
             try:
-                self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5))
+                # the versions memcli distill tagged stay (undo restores them); the others go
+                self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5),
+                                                           error_if_tagged_old_versions=False)
             except (OSError, RuntimeError, ValueError) as exc:  # old versions are only disk space
                 log.warning("cleanup of old versions failed: %s", exc)
             self.facts.forget("vector_index")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcli.models import Memory, RecallHit
-from memcli.store import quote
+from memcli.store import ACTIVE_FILTER, quote
 
 
 @dataclass
@@ -49,9 +49,11 @@ def build_where(
     source: str | None = None,
     include_expired: bool = False,
     now: int | None = None,
+    include_archived: bool = False,
 ) -> str | None:
-    """An SQL filter from user values; every value is quoted as data."""
-    parts: list[str] = []
+    """An SQL filter from user values; every value is quoted as data. Superseded and archived memories
+    (memcli distill) are left out unless ``include_archived``."""
+    parts: list[str] = [] if include_archived else [ACTIVE_FILTER]
     if namespace is not None:
         parts.append(f"namespace = {quote(namespace)}")
     if scopes:
