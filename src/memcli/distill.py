@@ -235,7 +235,11 @@ class Distiller:
             members.sort(key=lambda cs: rank_of[cs[0]])
             for c, _ in members:
                 taken[c] = True
-            steps.append(self._merge_step(mems[i], [mems[c] for c, _ in members], min(s for _, s in members)))
+            group = [mems[i], *(mems[c] for c, _ in members)]
+            # of exact copies of the keeper's content the oldest id stays (ids others may have noted)
+            keep = mems[i] if mems[i].key is not None else min(
+                (m for m in group if m.content_hash == mems[i].content_hash), key=lambda m: (m.created_at, m.id))
+            steps.append(self._merge_step(keep, [m for m in group if m is not keep], min(s for _, s in members)))
         return steps
 
     def _merge_step(self, keep: Memory, others: list[Memory], similarity: float) -> MergeStep:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from memcli.audit import AuditEvent, clip, diff
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
-    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
+    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, STATUSES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
     validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
 )
@@ -567,6 +567,9 @@ def _record_to_memory(r: dict[str, Any]) -> Memory:
         updated_at=_int_field(r, "updated_at", created), expires_at=_int_field(r, "expires_at", None),
         version=_int_field(r, "version", 1), content_hash=content_hash(content),
         thread=validate_thread(r.get("thread")), context=_context_field(r.get("context")),
+        status=r.get("status") if r.get("status") in STATUSES else "active",
+        merged_from=[str(x) for x in r.get("merged_from") or [] if isinstance(x, str)][:10_000],
+        superseded_by=r.get("superseded_by") if isinstance(r.get("superseded_by"), str) else None,
     )
 
 
