@@ -162,7 +162,7 @@ class Distiller:
             table = self.store.reader.snapshot().to_table(columns=_READ + ["vector"], filter=where)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
-        vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
+        vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)
         mems = [_row_to_memory(r) for r in table.drop_columns(["vector"]).to_pylist()]
         plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems))
         plan.archive = [m.id for m in mems if m.expires_at is not None and m.expires_at <= now]

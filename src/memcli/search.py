@@ -70,7 +70,9 @@ def build_where(
     if source is not None:
         parts.append(f"source = {quote(source)}")
     if not include_expired and now is not None:
-        parts.append(f"(expires_at IS NULL OR expires_at > {int(now)})")
+        # an archived memory is an expired one: asking for the archived ones shows them
+        parts.append(f"(expires_at IS NULL OR expires_at > {int(now)}"
+                     + (" OR status = 'archived')" if include_archived else ")"))
     return " AND ".join(parts) if parts else None
 
 
