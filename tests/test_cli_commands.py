@@ -355,9 +355,10 @@ def test_ttl_expiry_hidden_unless_include_expired_then_distill_archives(home: Pa
     assert archive.parent == home / "archive" and archive.name.startswith("expired-")
     lines = [json.loads(line) for line in archive.read_text().splitlines()]
     assert [r["id"] for r in lines] == [gone] and lines[0]["content"].startswith("temporary")
-    # archived and superseded, not deleted: only the kept memory is listed
-    assert s.store.count() == 3 and [it["memory_id"] for it in run("list", "--json")] == [keep]
-    assert s.get(gone).status == "archived"
+    # archived and superseded, not deleted: only the kept copy (the most recent) is listed
+    listed = [it["memory_id"] for it in run("list", "--json")]
+    assert s.store.count() == 3 and len(listed) == 1 and s.get(listed[0]).content == original.content
+    assert s.get(gone).status == "archived" and s.get(keep).superseded_by == listed[0]
     again = run("distill", "--apply", "--json")
     assert again["tag"] is None and again["counts"]["archive"] == 0 and again["archive"] is None
     s.close()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -210,7 +211,11 @@ class Distiller:
         thr = float(self.options.threshold)
         # the raw cosine from which a pair can reach the threshold (the calibration is monotone)
         cut = float(np.interp(thr, ys, xs)) - 1e-6 if ys[0] < thr <= ys[-1] else (-1.0 if thr <= ys[0] else 2.0)
-        order = sorted(range(n), key=lambda i: _keeper_rank(mems[i]), reverse=True)
+        # best first; among equals the oldest id (exact copies keep the id others may have noted). A keeper's
+        # rank does not change by merging (its members rank lower), so the next run sees the same order.
+        order = sorted(sorted(range(n), key=lambda i: mems[i].id), key=lambda i: _keeper_rank(mems[i]), reverse=True)
+        specifics = [_specifics(m.content) for m in mems]
+        words = [_words(m.content) for m in mems]
         rank_of = np.empty(n, dtype=np.int64)
         rank_of[order] = np.arange(n)
         near: dict[int, list[tuple[int, float]]] = {}
@@ -229,17 +234,16 @@ class Distiller:
             if taken[i]:
                 continue
             taken[i] = True
-            members = sorted((c, s) for c, s in near.get(i, []) if not taken[c] and mems[c].key is None)
+            # a member whose identifiers, numbers or paths the keeper does not state would lose them (the merge
+            # is extractive): two turns that differ only in a file name or a version are not duplicates
+            members = sorted((c, s) for c, s in near.get(i, []) if not taken[c] and mems[c].key is None
+                             and specifics[c] <= words[i])
             if not members:
                 continue
             members.sort(key=lambda cs: rank_of[cs[0]])
             for c, _ in members:
                 taken[c] = True
-            group = [mems[i], *(mems[c] for c, _ in members)]
-            # of exact copies of the keeper's content the oldest id stays (ids others may have noted)
-            keep = mems[i] if mems[i].key is not None else min(
-                (m for m in group if m.content_hash == mems[i].content_hash), key=lambda m: (m.created_at, m.id))
-            steps.append(self._merge_step(keep, [m for m in group if m is not keep], min(s for _, s in members)))
+            steps.append(self._merge_step(mems[i], [mems[c] for c, _ in members], min(s for _, s in members)))
         return steps
 
     def _merge_step(self, keep: Memory, others: list[Memory], similarity: float) -> MergeStep:
@@ -449,11 +453,30 @@ class Distiller:
         return {"ok": True, "restored": tag, "changed": len(events) - len(discarded), "discarded": discarded}
 
 
-def _keeper_rank(m: Memory) -> tuple[float, int, int, str]:
+def _keeper_rank(m: Memory) -> tuple[float, int, int]:
     """Which member of a cluster keeps its content: the most important, then a deliberate memory before a
     captured turn, then the most recent."""
     captured = m.source == "hook:stop" or "turn" in m.tags
-    return (m.importance, 0 if captured else 1, m.created_at, m.id)
+    return (m.importance, 0 if captured else 1, m.created_at)
+
+
+_TOKEN = re.compile(r"[^\s,;!?()\[\]{}<>\"']+")
+_SPECIFIC = re.compile(r"\d|[_/\\.:@`#$=]|[a-z][A-Z]")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(t for t in (tok.strip(".:`*").casefold() for tok in _TOKEN.findall(text)) if t)
+
+
+def _specifics(text: str) -> frozenset[str]:
+    """The tokens of a text that carry a specific value: numbers, versions, paths, identifiers (snake_case,
+    camelCase, dotted), code in backticks (casefolded). Plain words are left out: paraphrases change them."""
+    out = set()
+    for tok in _TOKEN.findall(text):
+        tok = tok.strip(".:`*")
+        if tok and _SPECIFIC.search(tok):
+            out.add(tok.casefold())
+    return frozenset(out)
 
 
 def _tag_time(name: str) -> int:
