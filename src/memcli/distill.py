@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 MERGE_THRESHOLD = 0.90
 PROMOTE_IMPORTANCE = 0.8
 TAG_PREFIX = "distill-"
+WATERMARK = "distill_watermark"  # meta key: {"at": ms, "threshold": t} of the last complete run
+WATERMARK_MARGIN_MS = 10 * 60_000
 KEEP_TAGS = 20  # older distill tags are deleted, so compaction can reclaim their versions' files
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
          "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context", *STATUS_COLUMNS]
@@ -65,6 +67,7 @@ class DistillOptions:
     namespace: str | None = None  # None: every namespace
     llm: "LlmSettings | None" = None  # condensation of clusters (off unless given)
     compact: bool = True
+    full: bool = False  # compare every pair, not only pairs with a memory changed since the last run
     fault: str | None = None  # "after-tag" | "after-commit"
 
     @classmethod
@@ -120,6 +123,7 @@ class DistillPlan:
     reasons: dict[str, str] = field(default_factory=dict)  # why each promoted id is promoted
     memories: dict[str, Memory] = field(default_factory=dict)  # as read by the plan (versions checked at apply)
     scanned: int = 0
+    read_at: int = 0
 
     @property
     def empty(self) -> bool:
@@ -165,7 +169,8 @@ class Distiller:
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)
         mems = [_row_to_memory(r) for r in table.drop_columns(["vector"]).to_pylist()]
-        plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems))
+        plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems), read_at=now)
+        since = self._watermark()
         plan.archive = [m.id for m in mems if m.expires_at is not None and m.expires_at <= now]
         archived = set(plan.archive)
         by_ns: dict[str, list[int]] = {}
@@ -174,7 +179,7 @@ class Distiller:
                 by_ns.setdefault(m.namespace, []).append(i)
         for ns in sorted(by_ns):
             idx = by_ns[ns]
-            plan.merge += self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32))
+            plan.merge += self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32), since)
         merged_away = {i for step in plan.merge for i in step.merge}
         new_scope = {step.keep: step.scope for step in plan.merge}
         new_importance = {step.keep: step.importance for step in plan.merge}
@@ -197,9 +202,11 @@ class Distiller:
                 step.scope = "global"
         return plan
 
-    def _clusters(self, mems: list[Memory], vecs: Any) -> list[MergeStep]:
+    def _clusters(self, mems: list[Memory], vecs: Any, since: int | None = None) -> list[MergeStep]:
         """Star clusters of one namespace: each unassigned memory, best first, takes every unassigned memory
-        at least ``threshold`` similar to itself."""
+        at least ``threshold`` similar to itself. With ``since`` only pairs with a memory written or changed
+        since then are compared (the others were compared by the distill that set it): O(new × all), not
+        O(all²)."""
         import numpy as np
 
         n = len(mems)
@@ -218,16 +225,19 @@ class Distiller:
         words = [_words(m.content) for m in mems]
         rank_of = np.empty(n, dtype=np.int64)
         rank_of[order] = np.arange(n)
-        near: dict[int, list[tuple[int, float]]] = {}
-        for start in range(0, n, _BLOCK):
-            sims = vecs[start:start + _BLOCK] @ vecs.T
+        fresh = [i for i in range(n) if since is None or mems[i].updated_at >= since]
+        near: dict[int, dict[int, float]] = {}
+        for start in range(0, len(fresh), _BLOCK):
+            block = fresh[start:start + _BLOCK]
+            sims = vecs[block] @ vecs.T
             rows, cols = np.nonzero(sims >= cut)
             for r, c in zip(rows.tolist(), cols.tolist()):
-                i = start + r
+                i = block[r]
                 if i != c:
                     s = float(np.interp(sims[r, c], xs, ys, left=0.0, right=1.0))
                     if s >= thr:
-                        near.setdefault(i, []).append((c, s))
+                        near.setdefault(i, {})[c] = s
+                        near.setdefault(c, {})[i] = s
         taken = [False] * n
         steps: list[MergeStep] = []
         for i in order:
@@ -236,7 +246,7 @@ class Distiller:
             taken[i] = True
             # a member whose identifiers, numbers or paths the keeper does not state would lose them (the merge
             # is extractive): two turns that differ only in a file name or a version are not duplicates
-            members = sorted((c, s) for c, s in near.get(i, []) if not taken[c] and mems[c].key is None
+            members = sorted((c, s) for c, s in near.get(i, {}).items() if not taken[c] and mems[c].key is None
                              and specifics[c] <= words[i])
             if not members:
                 continue
@@ -263,6 +273,7 @@ class Distiller:
         """Tag the current version, then apply ``plan`` in one commit. ``archive`` receives the memories
         being archived before anything changes (the CLI appends them to a JSONL file)."""
         if plan.empty:
+            self._set_watermark(plan)
             return {"ok": True, "tag": None, "counts": plan.counts(), "condensed": 0}
         condensed = self._condense(plan) if self.options.llm is not None else {}
         rows, events = self._changes(plan, condensed)
@@ -288,6 +299,7 @@ class Distiller:
         self.store.facts.forget()
         self.store._after_write()
         self.store.audit.record(events)
+        self._set_watermark(plan)
         self._prune_tags()
         if self.options.compact:
             try:
@@ -386,6 +398,31 @@ class Distiller:
         if self.options.fault == point:  # tests: a crash at this point (no cleanup, no finally blocks)
             os._exit(70)
 
+    # ------------------------------------------------------------------ the incremental watermark
+    def _watermark(self) -> int | None:
+        """Memories unchanged since the last complete run (every namespace, same threshold) were compared with
+        each other then; None: compare everything (``full``, a first run, after an undo)."""
+        if self.options.full or self.options.namespace:
+            return None
+        try:
+            mark = json.loads(self.store.read_meta().get(WATERMARK) or "null")
+        except (ValueError, TypeError):
+            return None
+        if not isinstance(mark, dict) or mark.get("threshold") != float(self.options.threshold):
+            return None
+        at = mark.get("at")
+        return int(at) if isinstance(at, int) else None
+
+    def _set_watermark(self, plan: DistillPlan) -> None:
+        if self.options.namespace:
+            return
+        # a margin for other processes' clocks and for writes the plan's snapshot did not see yet
+        value = {"at": plan.read_at - WATERMARK_MARGIN_MS, "threshold": float(self.options.threshold)}
+        try:
+            self.store.write_meta({WATERMARK: json.dumps(value)})
+        except (OSError, RuntimeError, ValueError):
+            pass  # the next run compares everything: slower, not wrong
+
     # ------------------------------------------------------------------ tags and undo
     def _tag(self) -> str:
         """Tag the table's current version ``distill-<UTC timestamp>`` (unique)."""
@@ -437,6 +474,7 @@ class Distiller:
             self._restore(tag)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"restoring {tag} failed: {exc}") from exc
+        self.store.write_meta({WATERMARK: "null"})  # the next run compares everything again
         self.store._after_write()
         after = {r["id"]: r for r in self.store._rows(None, ["id", "version", "status", "namespace"])}
         events = []

@@ -35,6 +35,8 @@ def register(app: typer.Typer) -> None:
                                            "configured LLM (default: [distill] llm, off)."),
         threshold: Optional[float] = typer.Option(None, "--threshold", help="Calibrated similarity from which "
                                                   "memories merge (default 0.90: a paraphrase)."),
+        full: bool = typer.Option(False, "--full", help="Compare every pair of memories, not only pairs with one "
+                                  "written or changed since the last run."),
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Only this namespace "
                                                 "(default: every namespace)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -65,6 +67,7 @@ def register(app: typer.Typer) -> None:
         config = st.config()
         options = DistillOptions.from_config(config, llm=llm, threshold=threshold, namespace=namespace)
         options.fault = os.environ.get(FAULT_ENV) or None
+        options.full = full
         svc = st.service()
         if not apply:
             plan = svc.distill_plan(options)
