@@ -138,10 +138,11 @@ class IndexMaintenance:
         if self.table.count_rows() < 1000:
             return
         have = {tuple(ix.columns) for ix in self.table.list_indices()}
-        for col in ("id", "content_hash", "key", "namespace"):
-            if (col,) not in have:
+        for col in ("id", "content_hash", "key", "namespace", "status"):
+            if (col,) not in have and col in self.table.schema.names:
                 try:
-                    self.table.create_scalar_index(col, index_type="BITMAP" if col == "namespace" else "BTREE")
+                    self.table.create_scalar_index(col, index_type="BITMAP" if col in ("namespace", "status")
+                                                   else "BTREE")
                 except (ValueError, RuntimeError, OSError) as exc:
                     if "already exists" not in str(exc).lower():
                         raise
