@@ -332,8 +332,10 @@ class Distiller:
 
         def ev(mid: str, action: str, changes: dict[str, list[Any]], note: str = "") -> None:
             m = plan.memories[mid]
+            # a promotion is listed after the merge of the same memory (history sorts by time)
             events.append(AuditEvent(memory_id=mid, action=action, actor="distill", namespace=m.namespace,
-                                     version=m.version + 1, changes=changes, note=note, at=now))
+                                     version=m.version + 1, changes=changes, note=note,
+                                     at=now + (action == "promote")))
 
         for mid in plan.archive:
             values[mid] = {"status": ARCHIVED}
