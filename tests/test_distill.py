@@ -160,9 +160,10 @@ def test_a_memory_changed_meanwhile_rolls_the_whole_apply_back(service: MemorySe
     def meanwhile(mems: list[Any]) -> None:
         service.update(ids["a"], tags=["edited"])
 
-    with pytest.raises(VersionConflictError, match="restored to distill-"):
+    with pytest.raises(VersionConflictError, match="nothing was changed"):
         d.apply(plan, archive=meanwhile)
     edited = state(service)
+    assert service.distill_tags() == []  # no distill happened: no tag to undo
     assert edited[ids["a"]][4] == ("edited",) and {v[1] for v in edited.values()} == {"active"}
     assert state(service) == edited
     assert service.distill_apply()["ok"]  # a new run merges the edited memory

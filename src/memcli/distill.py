@@ -21,7 +21,8 @@ Steps, in order (:meth:`Distiller.plan` computes them all and changes nothing):
 :meth:`Distiller.apply` first tags the table's current version ``distill-<UTC timestamp>``, then writes every
 row change in **one** ``merge_insert`` commit, each row conditioned on the version the plan read: a crash
 leaves the old state or the new one, never half of it; a memory changed by someone else meanwhile makes the
-whole apply roll back to the tag (a :class:`VersionConflictError`: run it again). One audit record per change
+apply put back the rows it changed, in one more commit, and drop its tag (a :class:`VersionConflictError`:
+run it again). One audit record per change
 (``merge``, ``supersede``, ``promote``, ``archive``; ``restore`` for an undo). :meth:`Distiller.undo`
 restores a tagged version exactly (memories written after it are discarded, and reported).
 """
@@ -276,25 +277,33 @@ class Distiller:
             self._set_watermark(plan)
             return {"ok": True, "tag": None, "counts": plan.counts(), "condensed": 0}
         condensed = self._condense(plan) if self.options.llm is not None else {}
-        rows, events = self._changes(plan, condensed)
+        rows, originals, events = self._changes(plan, condensed)
         if archive and plan.archive:
             archive([plan.memories[i] for i in plan.archive])
         tag = self._tag()
         self._fault("after-tag")
         import pyarrow as pa
 
-        data = pa.Table.from_pylist(rows, schema=self.store.table.schema)
-        try:
-            res = self.store._commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
-                where="target.version = source.version - 1").execute(data), "applying the distill")
-        except BaseException:
-            self._restore(tag)  # nothing was committed (one commit), but make sure
-            raise
+        schema = self.store.table.schema
+        data = pa.Table.from_pylist(rows, schema=schema)
+        # one commit (a failed one changes nothing); each row only if it is still at the version the plan read
+        res = self.store._commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
+            where="target.version = source.version - 1").execute(data), "applying the distill")
         if int(res.num_updated_rows) != len(rows):
-            self._restore(tag)
+            # some memories changed after they were read: put back the rows this commit did change (only
+            # those, so a write another process made meanwhile stays), again in one commit
+            back = pa.Table.from_pylist(originals, schema=schema)
+            self.store._commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
+                where=f"target.version = source.version + 1 AND target.updated_at = {rows[0]['updated_at']}")
+                .execute(back), "rolling the distill back")
+            self.store.facts.forget()
+            try:
+                self.store.table.tags.delete(tag)  # no distill happened: nothing to undo
+            except (OSError, RuntimeError, ValueError):
+                pass
             raise VersionConflictError(
                 f"{len(rows) - int(res.num_updated_rows)} of the memories to distill changed while it ran; "
-                "nothing was changed (restored to " + tag + "): run `memcli distill` again")
+                "nothing was changed: run `memcli distill` again")
         self._fault("after-commit")
         self.store.facts.forget()
         self.store._after_write()
@@ -324,8 +333,9 @@ class Distiller:
                 out[step.keep] = text
         return out
 
-    def _changes(self, plan: DistillPlan, condensed: dict[str, str]) -> tuple[list[dict[str, Any]], list[AuditEvent]]:
-        """The new rows (whole rows, version + 1) and one audit event per change."""
+    def _changes(self, plan: DistillPlan, condensed: dict[str, str]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[AuditEvent]]:
+        """The new rows (whole rows, version + 1), the rows as they were, and one audit event per change."""
         now = now_ms()
         values: dict[str, dict[str, Any]] = {}
         events: list[AuditEvent] = []
@@ -384,7 +394,7 @@ class Distiller:
             row["version"] = int(row["version"]) + 1
             row["updated_at"] = now
             rows.append(row)
-        return rows, events
+        return rows, [full[r["id"]] for r in rows], events
 
     def _embed(self, contents: dict[str, str], rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """New vectors for condensed contents (before the commit: a failing embedder changes nothing)."""
