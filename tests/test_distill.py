@@ -299,6 +299,19 @@ def test_cli_plan_apply_tags_undo_and_include_archived(home: Path, monkeypatch: 
     assert ids["a"] not in {h["memory_id"] for h in run("check-duplicate", FACT[0], "--json")["similar"]}
     assert run("distill", "--apply", "--json")["tag"] is None
     assert [t["tag"] for t in run("distill", "--tags", "--json")["tags"]] == [applied["tag"]]
+    # a full backup keeps the statuses: export --include-archived, import elsewhere
+    backup, other = home.parent / "backup.jsonl", home.parent / "other-home"
+    run("export", "-o", str(backup), "--json")
+    exported = [json.loads(line) for line in backup.read_text().splitlines()]
+    assert ids["a"] not in {r.get("id") for r in exported}
+    run("export", "--include-archived", "-o", str(backup), "--json")
+    run("--home", str(other), "import", str(backup), "--json")
+    copy = MemoryService.open(load_config(other))
+    try:
+        assert copy.get(ids["a"]).superseded_by == ids["c"] and copy.get(ids["expired"]).status == "archived"
+        assert {m.id for m in copy.list(limit=100)} == {ids["c"], ids["important"], ids["other"]}
+    finally:
+        copy.close()
     assert run("distill", "--undo", "distill-20000101T000000Z", "--json", code=1)["code"] == "not_found"
     run("distill", "--apply", "--undo", code=2)
     assert run("distill", "--undo", applied["tag"], "--json")["restored"] == applied["tag"]
