@@ -317,6 +317,8 @@ def test_cli_plan_apply_tags_undo_and_include_archived(home: Path, monkeypatch: 
     assert run("distill", "--undo", applied["tag"], "--json")["restored"] == applied["tag"]
     assert ids["a"] in {m["memory_id"] for m in run("list", "--json")}
     assert run("distill", "--threshold", "1.5", "--json", code=1)["code"] == "invalid_input"
+    err = run("distill", "--llm", "--json", code=1)  # no LLM endpoint configured
+    assert err["code"] == "invalid_input" and "llm_provider" in err["error"]
 
 
 # ------------------------------------------------------------------------------------------ server faces
@@ -369,6 +371,7 @@ def test_rest_contract(distilled: tuple[ServerProc, dict[str, str], dict[str, An
         r = api.post("/api/distill/apply", json={"threshold": "high"})
         assert r.status_code == 422 and "threshold" in r.json()["error"]
         assert api.get("/api/distill/plan", params={"threshold": "2"}).status_code == 422
+        assert api.get("/api/distill/plan", params={"llm": "true"}).status_code == 422  # no endpoint configured
         assert api.post("/api/distill/apply", content=b"{not json").status_code == 400
     assert httpx.get(srv.url + "/api/distill/plan").status_code == 401
     assert httpx.post(srv.url + "/api/distill/undo", json={}).status_code == 401
