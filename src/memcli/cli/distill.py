@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         undo: bool = typer.Option(False, "--undo", help="Restore the store as it was before a distill."),
         tags: bool = typer.Option(False, "--tags", help="List the distill tags (what --undo can restore)."),
         llm: Optional[bool] = typer.Option(None, "--llm/--no-llm", help="Condense each merged cluster with the "
-                                           "configured LLM (default: [distill] llm, off)."),
+                                           "configured LLM (default: the config's distill.llm, off)."),
         threshold: Optional[float] = typer.Option(None, "--threshold", help="Calibrated similarity from which "
                                                   "memories merge (default 0.90: a paraphrase)."),
         full: bool = typer.Option(False, "--full", help="Compare every pair of memories, not only pairs with one "
