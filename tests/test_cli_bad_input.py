@@ -248,7 +248,7 @@ def test_distill_deletes_nothing_when_the_archive_cannot_be_written(home: Path) 
     res = invoke("remember", "expires at once", "--ttl", "1ms", "--json")
     mid = json.loads(res.stdout)["memory_id"]
     home.joinpath("archive").write_text("a file where the archive directory should be")
-    assert_refused(invoke("distill", "--json"), "archive", "nothing was deleted")
+    assert_refused(invoke("distill", "--apply", "--json"), "archive", "nothing was changed")
     s = MemoryService.open(load_config(home))
     assert s.get(mid).id == mid
     s.close()

@@ -347,15 +347,20 @@ def test_ttl_expiry_hidden_unless_include_expired_then_distill_archives(home: Pa
     original = s.get(keep)
     s.store.insert([memory_to_row(_copy_of(original), s.embedder.embed_passages([original.content])[0])])
     assert s.store.count() == 3
-    out = run("distill", "--json")
-    assert out["ok"] is True and out["expired_archived"] == 1 and out["duplicates_merged"] == 1
+    plan = run("distill", "--json")  # the plan alone changes nothing
+    assert plan["counts"]["archive"] == 1 and plan["counts"]["supersede"] == 1 and s.store.count() == 3
+    out = run("distill", "--apply", "--json")
+    assert out["ok"] is True and out["counts"]["archive"] == 1 and out["counts"]["supersede"] == 1
     archive = Path(out["archive"])
     assert archive.parent == home / "archive" and archive.name.startswith("expired-")
     lines = [json.loads(line) for line in archive.read_text().splitlines()]
     assert [r["id"] for r in lines] == [gone] and lines[0]["content"].startswith("temporary")
-    assert s.store.count() == 1 and s.get(keep).id == keep
-    again = run("distill", "--json")
-    assert again["expired_archived"] == 0 and again["duplicates_merged"] == 0 and again["archive"] is None
+    # archived and superseded, not deleted: only the kept copy (the most recent) is listed
+    listed = [it["memory_id"] for it in run("list", "--json")]
+    assert s.store.count() == 3 and len(listed) == 1 and s.get(listed[0]).content == original.content
+    assert s.get(gone).status == "archived" and s.get(keep).superseded_by == listed[0]
+    again = run("distill", "--apply", "--json")
+    assert again["tag"] is None and again["counts"]["archive"] == 0 and again["archive"] is None
     s.close()
 
 
@@ -449,7 +454,7 @@ def test_human_output_of_every_command(home: Path, monkeypatch: pytest.MonkeyPat
     assert "No duplicate" in run("check-duplicate", "zebra")
     assert "memories" in run("stats")
     assert "fragments" in run("compact")
-    assert "Distilled" in run("distill")
+    assert "Nothing to distill" in run("distill")
     assert "All good" in run("doctor")
     export = tmp_path / "e.jsonl"
     assert "Exported 1" in run("export", "-o", str(export))

@@ -164,8 +164,11 @@ def test_expired_memories_are_hidden_unless_asked(service: MemoryService) -> Non
     assert service.recall("short lived fact") == []
     assert service.list() == []
     assert [h.memory.id for h in service.recall("short lived fact", include_expired=True)] == [mid]
-    assert service.distill()["expired_archived"] == 1
-    assert service.store.count() == 0
+    assert service.distill_apply()["counts"]["archive"] == 1
+    assert service.store.count() == 1 and service.get(mid).status == "archived"
+    assert service.recall("short lived fact", include_expired=True) == []
+    assert [h.memory.id for h in service.recall("short lived fact", include_expired=True,
+                                                include_archived=True)] == [mid]
 
 
 def test_namespaces_isolate(service: MemoryService) -> None:

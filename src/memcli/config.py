@@ -70,6 +70,17 @@ class ServerConfig:
 
 
 @dataclass
+class DistillConfig:
+    """`memcli distill` (memcli.distill): merge threshold, promotion, optional LLM condensation (it uses the
+    [hooks] llm_provider/llm_base_url/llm_model/llm_api_key endpoint)."""
+
+    threshold: float = 0.90
+    promote_importance: float = 0.8
+    llm: bool = False
+    llm_token_budget: int = 20_000
+
+
+@dataclass
 class Config:
     """Everything an entry point passes to the core."""
 
@@ -80,6 +91,7 @@ class Config:
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
     duplicate_threshold: float = 0.90
     auto_compact_fragments: int = 32
 
@@ -153,7 +165,7 @@ def load_config(
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-        for section in ("embedder", "hooks", "server"):
+        for section in ("embedder", "hooks", "server", "distill"):
             sub = data.pop(section, None)
             if sub is not None:
                 if not isinstance(sub, dict):

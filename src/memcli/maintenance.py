@@ -138,10 +138,11 @@ class IndexMaintenance:
         if self.table.count_rows() < 1000:
             return
         have = {tuple(ix.columns) for ix in self.table.list_indices()}
-        for col in ("id", "content_hash", "key", "namespace"):
-            if (col,) not in have:
+        for col in ("id", "content_hash", "key", "namespace", "status"):
+            if (col,) not in have and col in self.table.schema.names:
                 try:
-                    self.table.create_scalar_index(col, index_type="BITMAP" if col == "namespace" else "BTREE")
+                    self.table.create_scalar_index(col, index_type="BITMAP" if col in ("namespace", "status")
+                                                   else "BTREE")
                 except (ValueError, RuntimeError, OSError) as exc:
                     if "already exists" not in str(exc).lower():
                         raise
@@ -213,6 +214,12 @@ class IndexMaintenance:
         return bool(self.facts.get("expiry", lambda: self.count(
             f"expires_at IS NOT NULL AND expires_at <= {horizon}") > 0))
 
+    def has_inactive(self) -> bool:
+        """Whether any memory is superseded or archived (memcli distill). When none is, a search can leave
+        out the status filter and check the rows it keeps instead."""
+        return bool(self.facts.get("inactive", lambda: self.count(
+            "status IS NOT NULL AND status != 'active'") > 0))
+
     def fragment_count(self) -> int:
         return int(self.table.stats()["fragment_stats"]["num_fragments"])
 
@@ -228,6 +235,8 @@ class IndexMaintenance:
             self.facts.forget("importance")
         if not rows or any(r.get("project") for r in rows):
             self.facts.forget("project")
+        if not rows or any(r.get("status") not in (None, "active") for r in rows):
+            self.facts.forget("inactive")
         if not self._fts_ready:  # the first write creates the keyword index (later rows join it on compaction)
             try:
                 self.ensure_fts_index()
@@ -298,7 +307,9 @@ class IndexMaintenance:
                         retries)
             self.rebuild_vector_indexes_if_stale()
             try:
-                self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5))
+                # the versions memcli distill tagged stay (undo restores them); the others go
+                self.table.to_lance().cleanup_old_versions(older_than=timedelta(minutes=5),
+                                                           error_if_tagged_old_versions=False)
             except (OSError, RuntimeError, ValueError) as exc:  # old versions are only disk space
                 log.warning("cleanup of old versions failed: %s", exc)
             self.facts.forget("vector_index")

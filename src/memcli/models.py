@@ -23,6 +23,9 @@ MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 DEFAULT_NAMESPACE = "default"
 DEFAULT_SCOPE = "global"
 SOURCES = ("cli", "hook:stop", "mcp", "api", "distill", "import")
+# A memory's lifecycle (memcli distill): recall, list and the hooks see only active ones unless asked.
+ACTIVE, SUPERSEDED, ARCHIVED = "active", "superseded", "archived"
+STATUSES = (ACTIVE, SUPERSEDED, ARCHIVED)
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d|w|y)?\s*$", re.IGNORECASE)
@@ -276,6 +279,13 @@ class Memory:
     context: list[str] = field(default_factory=list)  # the thread's previous memories at write time
     vector: list[float] | None = None
     context_vector: list[float] | None = None
+    status: str = ACTIVE  # active | superseded (merged into ``superseded_by``) | archived (expired)
+    merged_from: list[str] = field(default_factory=list)  # ids distill merged into this memory
+    superseded_by: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status == ACTIVE
 
     def context_text(self) -> str | None:
         """What the context vector embeds: the previous memory of the thread, then this one."""
@@ -299,6 +309,9 @@ class Memory:
             "version": self.version,
             "metadata": self.metadata,
             "thread": self.thread,
+            "status": self.status,
+            "merged_from": list(self.merged_from),
+            "superseded_by": self.superseded_by,
         }
 
     def record(self, *, with_vector: bool = False) -> dict[str, Any]:
@@ -309,6 +322,7 @@ class Memory:
             "metadata": self.metadata, "source": self.source, "created_at": self.created_at,
             "updated_at": self.updated_at, "expires_at": self.expires_at, "version": self.version,
             "content_hash": self.content_hash, "thread": self.thread, "context": list(self.context),
+            "status": self.status, "merged_from": list(self.merged_from), "superseded_by": self.superseded_by,
         }
         if with_vector and self.vector is not None:
             rec["vector"] = [float(x) for x in self.vector]

@@ -121,27 +121,28 @@ class RemoteService:
                agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
-               min_score: float = 0.0) -> list[RecallHit]:
+               min_score: float = 0.0, include_archived: bool = False) -> list[RecallHit]:
         """Hybrid recall (see ``MemoryService.recall``)."""
         q: list[tuple[str, Any]] = [
             ("q", query), ("top_k", top_k), ("namespace", namespace or self.namespace), ("scope", scope),
             ("agent", agent), ("since_ms", since), ("until_ms", until),
             ("project", project if project is not None else self.project), ("project_only", project_only),
             ("include_expired", include_expired), ("explain", explain), ("mode", mode),
-            ("min_score", min_score or None)]
+            ("min_score", min_score or None), ("include_archived", include_archived or None)]
         q += [("tag", t) for t in tags or ()]
         return [_hit(d) for d in self._request("GET", "/api/search", q)]
 
     def list(self, *, namespace: str | None = None, all_namespaces: bool = False, scope: str | None = None,
              agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
              until: int | None = None, project: str | None = None, source: str | None = None,
-             include_expired: bool = False, limit: int = 50, offset: int = 0) -> list[Memory]:
+             include_expired: bool = False, limit: int = 50, offset: int = 0,
+             include_archived: bool = False) -> list[Memory]:
         """Memories matching exact filters, newest first (see ``MemoryService.list``)."""
         q: list[tuple[str, Any]] = [
             ("namespace", None if all_namespaces else namespace or self.namespace),
             ("all_namespaces", all_namespaces or None), ("scope", scope), ("agent", agent), ("since_ms", since),
             ("until_ms", until), ("project", project), ("source", source), ("include_expired", include_expired),
-            ("limit", limit), ("offset", offset)]
+            ("limit", limit), ("offset", offset), ("include_archived", include_archived or None)]
         q += [("tag", t) for t in tags or ()]
         return [_memory(d) for d in self._request("GET", "/api/memories", q)]
 
@@ -235,7 +236,8 @@ def _memory(d: Any) -> Memory:
                       scope=d["scope"], tags=list(d.get("tags") or []), importance=d["importance"],
                       key=d.get("key"), metadata=d.get("metadata") or {}, source=d.get("source") or "cli",
                       created_at=d["created_at"], updated_at=d["updated_at"], expires_at=d.get("expires_at"),
-                      version=d.get("version") or 1, thread=d.get("thread"))
+                      version=d.get("version") or 1, thread=d.get("thread"), status=d.get("status") or "active",
+                      merged_from=list(d.get("merged_from") or []), superseded_by=d.get("superseded_by"))
     except (KeyError, TypeError, AttributeError):
         raise Unavailable("the server's answer is not a memory") from None
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcli.models import Memory, RecallHit
-from memcli.store import quote
+from memcli.store import ACTIVE_FILTER, quote
 
 
 @dataclass
@@ -49,9 +49,11 @@ def build_where(
     source: str | None = None,
     include_expired: bool = False,
     now: int | None = None,
+    include_archived: bool = False,
 ) -> str | None:
-    """An SQL filter from user values; every value is quoted as data."""
-    parts: list[str] = []
+    """An SQL filter from user values; every value is quoted as data. Superseded and archived memories
+    (memcli distill) are left out unless ``include_archived``."""
+    parts: list[str] = [] if include_archived else [ACTIVE_FILTER]
     if namespace is not None:
         parts.append(f"namespace = {quote(namespace)}")
     if scopes:
@@ -68,7 +70,9 @@ def build_where(
     if source is not None:
         parts.append(f"source = {quote(source)}")
     if not include_expired and now is not None:
-        parts.append(f"(expires_at IS NULL OR expires_at > {int(now)})")
+        # an archived memory is an expired one: asking for the archived ones shows them
+        parts.append(f"(expires_at IS NULL OR expires_at > {int(now)}"
+                     + (" OR status = 'archived')" if include_archived else ")"))
     return " AND ".join(parts) if parts else None
 
 

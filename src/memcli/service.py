@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING, Any
 from memcli.audit import AuditEvent, clip, diff
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
-    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
+    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, STATUSES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
     validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
 )
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
-from memcli.store import memory_to_row, quote
+from memcli.store import ACTIVE_FILTER, memory_to_row, quote
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.distill import DistillOptions, DistillPlan
     from memcli.embedders import Embedder
     from memcli.store import MemoryStore
 
@@ -190,9 +191,13 @@ class MemoryService:
         hashes = sorted({m.content_hash for m in mems})
         for start in range(0, len(hashes), 500):
             chunk = ", ".join(quote(h) for h in hashes[start:start + 500])
-            where = f"content_hash IN ({chunk}) AND (expires_at IS NULL OR expires_at > {now})"
-            for r in self.store.column_values(where, ["id", "namespace", "scope", "content_hash", "created_at"]):
-                found.setdefault((r["namespace"], r["scope"], r["content_hash"]), r["id"])
+            where = (f"content_hash IN ({chunk}) AND (expires_at IS NULL OR expires_at > {now}) "
+                     "AND (status IS NULL OR status != 'archived')")
+            for r in self.store.column_values(where, ["id", "namespace", "scope", "content_hash", "created_at",
+                                                      "status", "superseded_by"]):
+                # a fact distill merged away is already known: by the memory it was merged into
+                mid = r["superseded_by"] if r["status"] == "superseded" and r["superseded_by"] else r["id"]
+                found.setdefault((r["namespace"], r["scope"], r["content_hash"]), mid)
         return found
 
     def _attach_context(self, mems: Sequence[Memory], window: int = 2) -> None:
@@ -230,6 +235,8 @@ class MemoryService:
         values: dict[str, Any] = {"tags": new.tags, "importance": new.importance, "scope": new.scope,
                                   "metadata": new.metadata, "expires_at": new.expires_at, "updated_at": new.updated_at,
                                   "version": old.version + 1, "source": new.source}
+        if not old.active:  # remembered again under its key: alive again
+            values["status"] = "active"
         if new.content_hash != old.content_hash:
             values.update(content=new.content, content_hash=new.content_hash)
             values.update(self._vector_values(new.content, old.context))
@@ -249,8 +256,9 @@ class MemoryService:
                agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
-               min_score: float = 0.0) -> list[RecallHit]:
-        """Hybrid recall: the memories most relevant to ``query``, filtered before top-k."""
+               min_score: float = 0.0, include_archived: bool = False) -> list[RecallHit]:
+        """Hybrid recall: the memories most relevant to ``query``, filtered before top-k (superseded and
+        archived memories only with ``include_archived``)."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("the query is empty: say what to recall")
         query = query.strip()[:4000]
@@ -265,9 +273,11 @@ class MemoryService:
         ns = self._ns(namespace)
         post_expiry = not include_expired and not self.store.expiry_due(now)
         post_ns = self.store.sole_namespace() == ns
+        post_status = not include_archived and not self.store.has_inactive()  # nothing distilled yet
         where = build_where(namespace=None if post_ns else ns, scopes=scopes, tags=validate_tags(tags),
                             since=since, until=until, project=proj if project_only else None,
-                            include_expired=include_expired or post_expiry, now=now)
+                            include_expired=include_expired or post_expiry, now=now,
+                            include_archived=include_archived or post_status)
         mode = mode or self.search.mode
         if mode not in ("hybrid", "vector", "text"):
             raise ValidationError("mode must be hybrid, vector or text")
@@ -289,7 +299,8 @@ class MemoryService:
             keys = shortlist(rel, top_k, span)
             rows.update(self.store.fetch(cands, [k for k in keys if k not in rows]))
             gone = [k for k in keys if k not in rows or rows[k].namespace != ns
-                    or (post_expiry and rows[k].expires_at is not None and rows[k].expires_at <= now)]
+                    or (post_expiry and rows[k].expires_at is not None and rows[k].expires_at <= now)
+                    or (post_status and not rows[k].active)]
             if not gone:
                 break
             for k in gone:  # expired or written elsewhere since the checks: the next candidate takes its place
@@ -306,7 +317,8 @@ class MemoryService:
         if not 0.0 <= thr <= 1.0:
             raise ValidationError("threshold must be between 0 and 1")
         ns = self._ns(namespace)
-        exact = self.store.find(f"namespace = {quote(ns)} AND content_hash = {quote(content_hash(text))}", 5)
+        exact = self.store.find(f"namespace = {quote(ns)} AND content_hash = {quote(content_hash(text))} "
+                                f"AND {ACTIVE_FILTER}", 5)
         similar = [RecallHit(memory=m, score=1.0, similarity=1.0) for m in exact]
         for h in self._similar(self.embedder.embed_passages([text])[0], ns, thr):
             if all(h.memory.id != s.memory.id for s in similar):
@@ -324,14 +336,15 @@ class MemoryService:
     def list(self, *, namespace: str | None = None, all_namespaces: bool = False, scope: str | None = None,
              agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
              until: int | None = None, project: str | None = None, source: str | None = None,
-             include_expired: bool = False, limit: int = 50, offset: int = 0) -> list[Memory]:
-        """Memories matching exact filters, newest first."""
+             include_expired: bool = False, limit: int = 50, offset: int = 0,
+             include_archived: bool = False) -> list[Memory]:
+        """Memories matching exact filters, newest first (superseded/archived only with ``include_archived``)."""
         if not 0 < int(limit) <= 100_000 or int(offset) < 0:
             raise ValidationError("limit must be 1..100000 and offset ≥ 0")
         scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
         where = build_where(namespace=None if all_namespaces else self._ns(namespace), scopes=scopes,
                             tags=validate_tags(tags), since=since, until=until, project=project, source=source,
-                            include_expired=include_expired, now=now_ms())
+                            include_expired=include_expired, now=now_ms(), include_archived=include_archived)
         return self.store.page(where, limit=int(limit), offset=int(offset))
 
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
@@ -399,11 +412,13 @@ class MemoryService:
 
     # ------------------------------------------------------------------ export / import
     def export(self, *, namespace: str | None = None, scope: str | None = None, tags: Sequence[str] | None = None,
-               with_vectors: bool = False, include_expired: bool = True) -> Iterator[Memory]:
-        """Every memory (of every namespace and scope unless filtered), oldest first."""
+               with_vectors: bool = False, include_expired: bool = True,
+               include_archived: bool = False) -> Iterator[Memory]:
+        """Every active memory (of every namespace and scope unless filtered; superseded and archived ones
+        with ``include_archived``), oldest first."""
         where = build_where(namespace=validate_namespace(namespace) if namespace else None,
                             scopes=[normalise_scope(scope)] if scope else None, tags=validate_tags(tags),
-                            include_expired=include_expired, now=now_ms())
+                            include_expired=include_expired, now=now_ms(), include_archived=include_archived)
         mems = [m for batch in self.store.iter_batches(where, with_vector=with_vectors) for m in batch]
         mems.sort(key=lambda m: (m.created_at, m.id))
         yield from mems
@@ -451,13 +466,15 @@ class MemoryService:
 
     # ------------------------------------------------------------------ maintenance
     def stats(self) -> dict[str, Any]:
-        rows = self.store.column_values(None, ["namespace", "scope", "tags", "expires_at"])
+        rows = self.store.column_values(None, ["namespace", "scope", "tags", "expires_at", "status"])
         now = now_ms()
         by_ns: dict[str, int] = {}
         by_scope: dict[str, int] = {}
         by_tag: dict[str, int] = {}
         expired = 0
+        by_status: dict[str, int] = {}
         for r in rows:
+            by_status[r["status"] or "active"] = by_status.get(r["status"] or "active", 0) + 1
             by_ns[r["namespace"]] = by_ns.get(r["namespace"], 0) + 1
             by_scope[r["scope"]] = by_scope.get(r["scope"], 0) + 1
             for t in r["tags"] or []:
@@ -465,7 +482,7 @@ class MemoryService:
             if r["expires_at"] is not None and r["expires_at"] <= now:
                 expired += 1
         return {
-            "total": len(rows), "expired": expired, "namespaces": by_ns, "scopes": by_scope,
+            "total": len(rows), "expired": expired, "statuses": by_status, "namespaces": by_ns, "scopes": by_scope,
             "tags": dict(sorted(by_tag.items(), key=lambda kv: -kv[1])[:50]),
             "embedder": self.store.stored_identity, "store": self.store.uri,
             "size_bytes": self.store.size_bytes(), "fragments": self.store.fragment_count(),
@@ -513,31 +530,32 @@ class MemoryService:
         self.calibration = self.embedder.calibration()
         return {"reindexed": done, "embedder": identity, "table": name}
 
-    def distill(self, *, archive: Callable[[list[Memory]], None] | None = None) -> dict[str, int]:
-        """Archive (hand to ``archive``) and delete expired memories; merge exact duplicates."""
-        now = now_ms()
-        expired = self.store.scan(f"expires_at IS NOT NULL AND expires_at <= {now}")
-        if expired and archive:
-            archive(expired)
-        n_exp = self.store.delete([m.id for m in expired])
-        self._audit([AuditEvent(memory_id=m.id, action="archive", actor="distill", namespace=m.namespace,
-                                version=m.version, note="expired") for m in expired])
-        rows = self.store.column_values(None, ["id", "namespace", "scope", "content_hash", "created_at"])
-        rows.sort(key=lambda r: (r["created_at"], r["id"]))
-        first: dict[tuple[str, str, str], str] = {}
-        dups = []
-        dup_of: list[tuple[str, tuple[str, str, str]]] = []
-        for r in rows:
-            k = (r["namespace"], r["scope"], r["content_hash"])
-            if k in first:
-                dups.append(r["id"])
-                dup_of.append((r["id"], k))
-            else:
-                first[k] = r["id"]
-        n_dup = self.store.delete(dups)
-        self._audit([AuditEvent(memory_id=d, action="forget", actor="distill", note=f"exact duplicate of {first[k]}")
-                     for d, k in dup_of])
-        return {"expired_archived": n_exp, "duplicates_merged": n_dup}
+    # ------------------------------------------------------------------ distill (memcli.distill)
+    def distill_plan(self, options: "DistillOptions | None" = None) -> "DistillPlan":
+        """What a distill would do (changes nothing)."""
+        from memcli.distill import Distiller
+
+        return Distiller(self, options).plan()
+
+    def distill_apply(self, options: "DistillOptions | None" = None, *,
+                      archive: Callable[[list[Memory]], None] | None = None) -> dict[str, Any]:
+        """Plan and apply a distill after tagging the table's version; ``{"ok", "tag", "counts", ...}``."""
+        from memcli.distill import Distiller
+
+        d = Distiller(self, options)
+        return d.apply(d.plan(), archive=archive)
+
+    def distill_undo(self, tag: str | None = None) -> dict[str, Any]:
+        """Restore the store as it was before a distill (default: the latest)."""
+        from memcli.distill import Distiller
+
+        return Distiller(self).undo(tag)
+
+    def distill_tags(self) -> list[dict[str, Any]]:
+        """The distill tags, newest first: ``[{"tag", "version", "created_at"}]``."""
+        from memcli.distill import Distiller
+
+        return Distiller(self).tags()
 
 
 def _fields(m: Memory) -> dict[str, Any]:
@@ -563,6 +581,9 @@ def _record_to_memory(r: dict[str, Any]) -> Memory:
         updated_at=_int_field(r, "updated_at", created), expires_at=_int_field(r, "expires_at", None),
         version=_int_field(r, "version", 1), content_hash=content_hash(content),
         thread=validate_thread(r.get("thread")), context=_context_field(r.get("context")),
+        status=r.get("status") if r.get("status") in STATUSES else "active",
+        merged_from=[str(x) for x in r.get("merged_from") or [] if isinstance(x, str)][:10_000],
+        superseded_by=r.get("superseded_by") if isinstance(r.get("superseded_by"), str) else None,
     )
 
 

@@ -41,7 +41,12 @@ BUSY_MARKERS = ("too many concurrent writers", "retryable commit conflict")
 WRITE_RETRY_SECONDS = 180.0
 
 COLUMNS = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata",
-           "source", "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context"]
+           "source", "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context",
+           "status", "merged_from", "superseded_by"]
+# Added by memcli distill (issue 12). Nullable, NULL meaning active: an older store gains them on open with no
+# data rewritten, and a writer that does not know them (an older memcli) still writes valid rows.
+STATUS_COLUMNS = ("status", "merged_from", "superseded_by")
+ACTIVE_FILTER = "(status IS NULL OR status = 'active')"
 
 
 @dataclass
@@ -98,7 +103,15 @@ def memory_schema(dim: int) -> Any:
         pa.field("content_hash", pa.string()),
         pa.field("thread", pa.string()),
         pa.field("context", pa.string()),
+        *status_fields(),
     ])
+
+
+def status_fields() -> list[Any]:
+    """The lifecycle columns: status, merged_from (a JSON list of ids), superseded_by."""
+    import pyarrow as pa
+
+    return [pa.field(name, pa.string()) for name in STATUS_COLUMNS]
 
 
 def _row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
@@ -121,7 +134,17 @@ def _row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
         expires_at=row.get("expires_at"), version=int(row.get("version") or 1), content_hash=row.get("content_hash") or "", thread=row.get("thread"),
         context=context, vector=[float(x) for x in vec] if vec is not None else None,
         context_vector=[float(x) for x in cvec] if cvec is not None else None,
+        status=row.get("status") or "active", merged_from=_json_list(row.get("merged_from")),
+        superseded_by=row.get("superseded_by"),
     )
+
+
+def _json_list(value: str | None) -> list[str]:
+    try:
+        out = json.loads(value) if value else []
+    except json.JSONDecodeError:
+        return []
+    return [str(x) for x in out] if isinstance(out, list) else []
 
 
 def row_search_text(content: str, context: Sequence[str]) -> str:
@@ -143,6 +166,8 @@ def memory_to_row(m: Memory, vector: Sequence[float], context_vector: Sequence[f
         "source": m.source, "created_at": m.created_at, "updated_at": m.updated_at, "expires_at": m.expires_at,
         "version": m.version, "content_hash": m.content_hash, "thread": m.thread,
         "context": json.dumps(m.context, ensure_ascii=False) if m.context else None,
+        "status": m.status, "merged_from": json.dumps(m.merged_from) if m.merged_from else None,
+        "superseded_by": m.superseded_by,
     }
 
 
@@ -190,6 +215,7 @@ class MemoryStore(IndexMaintenance):
             )
         self.dim = int((self.stored_identity or identity)["dim"])
         self.table = self._open_or_create(self.table_name, self.dim)
+        self._add_status_columns()
         self.reader = Reader(self.table.to_lance())
         if not self.stored_identity:
             self.write_meta({"embedder": json.dumps(identity), "schema_version": str(SCHEMA_VERSION),
@@ -238,6 +264,19 @@ class MemoryStore(IndexMaintenance):
                 "Run `memcli reindex`."
             )
         return table
+
+    def _add_status_columns(self) -> None:
+        """Migrate a store made before memcli distill kept a lifecycle: add the nullable status columns
+        (metadata only, no data rewritten; NULL reads as active). Another process may do it at the same time."""
+        missing = [f for f in status_fields() if f.name not in self.table.schema.names]
+        if not missing:
+            return
+        try:
+            self.table.add_columns(missing)
+        except (ValueError, RuntimeError, OSError) as exc:
+            self.table = self.db.open_table(self.table_name)
+            if any(f.name not in self.table.schema.names for f in missing):
+                raise StoreError(f"cannot add the status columns to the store: {exc}") from exc
 
     # ---------------------------------------------------------------- writes
     def _commit(self, op: Callable[[], Any], what: str, landed: Callable[[], bool] | None = None) -> Any:

@@ -30,6 +30,8 @@ def register(app: typer.Typer) -> None:
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Only this namespace (default: all)."),
         scope: Optional[str] = typer.Option(None, "--scope", help="Only this scope ('global' or 'agent:NAME')."),
         tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="Only memories with this tag (repeatable: all)."),
+        include_archived: bool = typer.Option(False, "--include-archived", help="Also memories distill superseded "
+                                              "or archived (a full backup)."),
         json_: bool = typer.Option(False, "--json", help="Print the summary as JSON (with -o)."),
     ) -> None:
         """Export memories of every namespace and scope (unless filtered), expired ones included.
@@ -42,7 +44,8 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"unknown format {format_!r}: use jsonl, json or md", param_hint="--format")
         svc = st.service()
         # materialised first: the core validates the filters lazily, and a bad filter must fail before any output
-        mems = list(svc.export(namespace=namespace, scope=scope, tags=tag, with_vectors=with_vectors and fmt != "md"))
+        mems = list(svc.export(namespace=namespace, scope=scope, tags=tag, with_vectors=with_vectors and fmt != "md",
+                               include_archived=include_archived))
         header = {"memcli_export": EXPORT_VERSION, "embedder": svc.store.stored_identity,
                   "exported_at": _now_ms()}
         if output is None:

@@ -24,6 +24,7 @@ def register(app: typer.Typer) -> None:
         source: Optional[str] = typer.Option(None, "--source", help="Only memories written by: cli, hook:stop, mcp, api, distill, import."),
         all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A", help="List every namespace."),
         include_expired: bool = typer.Option(False, "--include-expired", help="Also expired memories."),
+        include_archived: bool = typer.Option(False, "--include-archived", help="Also memories distill superseded or archived."),
         limit: int = typer.Option(50, "--limit", "-l", help="At most this many memories."),
         offset: int = typer.Option(0, "--offset", help="Skip this many (paging)."),
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (default from config)."),
@@ -40,5 +41,6 @@ def register(app: typer.Typer) -> None:
         mems = st.reader().list(
             all_namespaces=all_namespaces, scope=scope, agent=agent, tags=tag,
             since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
-            project=project, source=source, include_expired=include_expired, limit=limit, offset=offset)
+            project=project, source=source, include_expired=include_expired, limit=limit, offset=offset,
+            include_archived=include_archived)
         emit([m.item() for m in mems], st.json, lambda items: memories_table(items))

@@ -104,6 +104,9 @@ def memories_table(items: Sequence[dict[str, Any]], *, title: str | None = None,
     many_ns = len({it.get("namespace") for it in items}) > 1
     if many_ns:
         t.add_column("namespace", style="blue")
+    statuses = any(it.get("status", "active") != "active" for it in items)  # --include-archived
+    if statuses:
+        t.add_column("status", style="yellow")
     t.add_column("age", justify="right", style="dim")
     for it in items:
         row: list[Any] = [short_id(it["memory_id"])]
@@ -113,6 +116,8 @@ def memories_table(items: Sequence[dict[str, Any]], *, title: str | None = None,
         row += [plain(content), plain(", ".join(it.get("tags") or [])), plain(it.get("scope", ""))]
         if many_ns:
             row.append(plain(it.get("namespace", "")))
+        if statuses:
+            row.append(plain(it.get("status", "active")))
         row.append(age(it.get("created_at")))
         t.add_row(*row)
     out.print(t)

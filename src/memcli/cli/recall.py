@@ -24,6 +24,7 @@ def register(app: typer.Typer) -> None:
         until: Optional[str] = typer.Option(None, "--until", help="Only older than: 2d, or an ISO date."),
         project: Optional[str] = typer.Option(None, "--project", help="Only memories written in this project."),
         include_expired: bool = typer.Option(False, "--include-expired", help="Also expired memories."),
+        include_archived: bool = typer.Option(False, "--include-archived", help="Also memories distill superseded or archived."),
         mode: str = typer.Option("hybrid", "--mode", help="hybrid, vector or text."),
         min_score: float = typer.Option(0.0, "--min-score", help="Drop memories scoring below this (0..1)."),
         explain: bool = typer.Option(False, "--explain", help="Show each signal behind the score."),
@@ -40,7 +41,7 @@ def register(app: typer.Typer) -> None:
             query, top_k=top_k, agent=agent, scope=scope, tags=tag,
             since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
             project=project, project_only=project is not None, include_expired=include_expired, explain=explain,
-            mode=mode, min_score=min_score)
+            mode=mode, min_score=min_score, include_archived=include_archived)
         items = [h.item() for h in hits]
         emit(items, st.json, lambda d: _human(d, explain))
 

@@ -39,6 +39,8 @@ def register(app: typer.Typer) -> None:
                                   "`memcli serve` instead, with this home's bearer token."),
         uninstall: bool = typer.Option(False, "--uninstall", help="Remove exactly what setup added."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; change nothing."),
+        schedule: Optional[str] = typer.Option(None, "--schedule", help="Only schedule `memcli distill --apply`: "
+                                               "hourly, daily, or off (crontab on Linux, launchd on macOS)."),
     ) -> None:
         """Connect your agents to memcli: MCP for every agent, hooks for Claude Code. Shows each change first;
         a second run changes nothing; --uninstall removes exactly what it added.
@@ -58,6 +60,14 @@ def register(app: typer.Typer) -> None:
         interactive = not yes and sys.stdin.isatty() and not print_ and not dry_run
         if claude_hooks not in ("auto", "settings", "plugin", "none"):
             raise typer.BadParameter("use auto, settings, plugin or none", param_hint="--claude-hooks")
+
+        if schedule is not None:
+            from memcli.setup.schedule import apply_schedule
+
+            res = apply_schedule(schedule.strip().lower(), home_dir)
+            verb = ("removed" if res.schedule == "off" else "installed") if res.changed else "already as asked"
+            con.print(f"memcli distill schedule [bold]{res.schedule}[/bold]: {verb} ({res.where})")
+            return
 
         if uninstall:
             plan = plan_uninstall(machine, use_cli=not no_cli)

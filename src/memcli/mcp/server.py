@@ -36,6 +36,8 @@ MemoryId = Annotated[str, Field(description="A memory id: the full id, its short
                                                    "unique prefix (at least 4 characters).")]
 Namespace = Annotated[str | None, Field(description="Namespace (isolated memory pool). Default: the configured one.")]
 Tags = Annotated[list[str] | None, Field(description="Free labels, e.g. [\"decision\", \"bug\"].")]
+IncludeArchived = Annotated[bool, Field(description="Also memories that memcli distill merged into another "
+                                                    "(superseded) or archived (expired). Default: only active ones.")]
 
 
 def _json_result(data: Any) -> CallToolResult:
@@ -98,6 +100,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
                                                               "'global' for shared ones only.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")] = None,
         namespace: Namespace = None,
+        include_archived: IncludeArchived = False,
     ) -> CallToolResult:
         """Find the memories most relevant to a query (hybrid: meaning + keywords), best first.
 
@@ -105,7 +108,8 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         another agent's session. Returns a list of {"memory_id", "content", "score" (0..1), "tags", "scope",
         "namespace", "importance", "key", "created_at", "updated_at", ...}.
         """
-        hits = run("recall", query, top_k=top_k, scope=agent_filter, tags=tags, namespace=namespace)
+        hits = run("recall", query, top_k=top_k, scope=agent_filter, tags=tags, namespace=namespace,
+                   include_archived=include_archived)
         return _json_result([h.item() for h in hits])
 
     @mcp.tool(name="list_facts", title="List memories", annotations=read_only)
@@ -115,10 +119,11 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=500, description="How many to return.")] = 20,
         offset: Annotated[int, Field(ge=0, description="Skip this many (paging).")] = 0,
         namespace: Namespace = None,
+        include_archived: IncludeArchived = False,
     ) -> CallToolResult:
         """List stored memories, newest first, with exact filters (no search). Use `recall` to search."""
         mems = run("list", agent=agent, tags=[tag] if tag else None, limit=limit,
-                   offset=offset, namespace=namespace)
+                   offset=offset, namespace=namespace, include_archived=include_archived)
         return _json_result([m.item() for m in mems])
 
     @mcp.tool(name="check_duplicate", title="Check for a duplicate", annotations=read_only)

@@ -318,7 +318,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
                           scope=q.get("scope"), agent=q.get("agent"), tags=_tags(q), since=_time(q, "since"),
                           until=_time(q, "until"), project=q.get("project"), source=q.get("source"),
                           include_expired=_bool(q, "include_expired"), limit=_int(q, "limit", 50),
-                          offset=_int(q, "offset", 0))
+                          offset=_int(q, "offset", 0), include_archived=_bool(q, "include_archived"))
         return JSONResponse([m.item() for m in mems])
 
     async def create_memory(request: Request) -> Response:
@@ -377,7 +377,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
                           since=_time(q, "since"), until=_time(q, "until"), project=q.get("project"),
                           project_only=project_only, include_expired=_bool(q, "include_expired"),
                           explain=_bool(q, "explain"), mode=mode if mode == "vector" else q.get("mode") or mode,
-                          min_score=_float(q, "min_score", 0.0))
+                          min_score=_float(q, "min_score", 0.0), include_archived=_bool(q, "include_archived"))
         return JSONResponse([h.item() for h in hits])
 
     async def check_duplicate(request: Request) -> Response:
@@ -412,6 +412,9 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     ]
     routes += _hook_routes(holder, config)
     routes += web_routes(call, ui)
+    from memcli.server.distill_routes import distill_routes
+
+    routes += distill_routes(call, config)
     routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
 
     # ------------------------------------------------------------------ errors

@@ -1,0 +1,537 @@
+"""memcli distill: plan, then apply, the changes that keep the memory small and useful; undo them.
+
+Steps, in order (:meth:`Distiller.plan` computes them all and changes nothing):
+
+1. **archive** active memories whose TTL has passed (``status = archived``; the row stays, undo brings it back);
+2. **merge** near-duplicates: within one namespace, memories whose *calibrated* similarity (the embedder's
+   raw cosine mapped as ``check_duplicate`` maps it, so 0.90 means "a paraphrase" for every model) is ≥
+   ``threshold`` form a cluster around its best member, the *keeper* (highest importance, then a deliberate
+   memory before a captured turn, then the most recent). The keeper keeps its content (extractive; or an LLM
+   condensation, :mod:`memcli.condense`, when asked), gets the union of the tags, the highest importance and
+   ``merged_from`` (every merged id, and what those had merged before); the others become ``superseded``
+   (``superseded_by`` = the keeper), never deleted. Clusters are *stars* around their keeper (every member
+   is similar to the keeper itself, not merely to another member), so no chain of small steps merges two
+   unrelated facts, and two keepers are never similar enough to merge: a second run plans nothing.
+   Memories with a caller ``key`` are never merged away (their key would stop upserting the live memory).
+3. **promote** to ``global`` the facts that two or more agents hold (a cluster spanning ≥ 2 ``agent:*``
+   scopes, or one with a global member) and the agent memories marked important (importance ≥
+   ``promote_importance``, default :data:`PROMOTE_IMPORTANCE`);
+4. **compact** the table after applying.
+
+:meth:`Distiller.apply` first tags the table's current version ``distill-<UTC timestamp>``, then writes every
+row change in **one** ``merge_insert`` commit, each row conditioned on the version the plan read: a crash
+leaves the old state or the new one, never half of it; a memory changed by someone else meanwhile makes the
+apply put back the rows it changed, in one more commit, and drop its tag (a :class:`VersionConflictError`:
+run it again). One audit record per change
+(``merge``, ``supersede``, ``promote``, ``archive``; ``restore`` for an undo). :meth:`Distiller.undo`
+restores a tagged version exactly (memories written after it are discarded, and reported).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from memcli.audit import AuditEvent, clip
+from memcli.errors import NotFoundError, StoreError, ValidationError, VersionConflictError
+from memcli.models import ACTIVE, ARCHIVED, SUPERSEDED, Memory, now_ms
+from memcli.reader import quote
+from memcli.store import ACTIVE_FILTER, STATUS_COLUMNS, _row_to_memory, row_search_text
+
+if TYPE_CHECKING:
+    from memcli.condense import LlmSettings
+    from memcli.config import Config
+    from memcli.service import MemoryService
+
+MERGE_THRESHOLD = 0.90
+PROMOTE_IMPORTANCE = 0.8
+TAG_PREFIX = "distill-"
+WATERMARK = "distill_watermark"  # meta key: {"at": ms, "threshold": t} of the last complete run
+WATERMARK_MARGIN_MS = 10 * 60_000
+KEEP_TAGS = 20  # older distill tags are deleted, so compaction can reclaim their versions' files
+_READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
+         "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context", *STATUS_COLUMNS]
+_BLOCK = 1024  # similarity rows computed at once (1024 × N float32)
+
+
+@dataclass
+class DistillOptions:
+    """What a distill run does. ``fault`` is for tests only: the process dies at that point of apply."""
+
+    threshold: float = MERGE_THRESHOLD
+    promote_importance: float = PROMOTE_IMPORTANCE
+    namespace: str | None = None  # None: every namespace
+    llm: "LlmSettings | None" = None  # condensation of clusters (off unless given)
+    compact: bool = True
+    full: bool = False  # compare every pair, not only pairs with a memory changed since the last run
+    fault: str | None = None  # "after-tag" | "after-commit"
+
+    @classmethod
+    def from_config(cls, config: "Config", *, llm: bool | None = None, threshold: float | None = None,
+                    namespace: str | None = None) -> "DistillOptions":
+        """The options a Config describes (``[distill]``; the LLM endpoint of ``[hooks]``), with overrides."""
+        from memcli.condense import LlmSettings
+
+        d, h = config.distill, config.hooks
+        use_llm = d.llm if llm is None else llm
+        if use_llm and h.llm_provider not in ("openai", "anthropic"):
+            raise ValidationError("LLM condensation needs an endpoint: set [hooks] llm_provider = \"openai\" or "
+                                  "\"anthropic\" (and llm_base_url, llm_model, llm_api_key) in the config")
+        settings = LlmSettings(provider=h.llm_provider or "", model=h.llm_model, base_url=h.llm_base_url,
+                               api_key=h.llm_api_key, token_budget=d.llm_token_budget) if use_llm else None
+        return cls(threshold=d.threshold if threshold is None else threshold,
+                   promote_importance=d.promote_importance, namespace=namespace, llm=settings)
+
+    def check(self) -> None:
+        if not 0.0 < float(self.threshold) <= 1.0:
+            raise ValidationError("the merge threshold must be in (0, 1]")
+        if not 0.0 <= float(self.promote_importance) <= 1.0:
+            raise ValidationError("the promote importance must be between 0 and 1")
+
+
+@dataclass
+class MergeStep:
+    """One cluster: ``keep`` absorbs ``merge``."""
+
+    keep: str
+    merge: list[str]
+    content: str
+    namespace: str
+    scope: str
+    tags: list[str]
+    importance: float
+    similarity: float  # the lowest calibrated similarity of a member to the keeper
+    condense: bool = False  # the LLM will be asked to condense it at apply
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"keep": self.keep, "merge": list(self.merge), "content": self.content,
+                "namespace": self.namespace, "scope": self.scope, "tags": list(self.tags),
+                "importance": self.importance, "similarity": round(self.similarity, 4), "condense": self.condense}
+
+
+@dataclass
+class DistillPlan:
+    """Everything one distill would change, and the memories it read (by id)."""
+
+    archive: list[str] = field(default_factory=list)
+    merge: list[MergeStep] = field(default_factory=list)
+    promote: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # why each promoted id is promoted
+    memories: dict[str, Memory] = field(default_factory=dict)  # as read by the plan (versions checked at apply)
+    scanned: int = 0
+    read_at: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.archive or self.merge or self.promote)
+
+    def counts(self) -> dict[str, int]:
+        return {"scanned": self.scanned, "archive": len(self.archive), "merge": len(self.merge),
+                "supersede": sum(len(m.merge) for m in self.merge), "promote": len(self.promote)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The REST/CLI JSON shape: ``{"plan": {...}, "counts": {...}}``."""
+        ids = set(self.archive) | set(self.promote) | {i for m in self.merge for i in [m.keep, *m.merge]}
+        brief = {i: {"content": clip(self.memories[i].content)[:300], "scope": self.memories[i].scope,
+                     "namespace": self.memories[i].namespace, "importance": self.memories[i].importance,
+                     "created_at": self.memories[i].created_at} for i in sorted(ids) if i in self.memories}
+        return {"plan": {"archive": list(self.archive), "merge": [m.to_dict() for m in self.merge],
+                         "promote": list(self.promote), "reasons": dict(self.reasons), "compact": not self.empty,
+                         "memories": brief},
+                "counts": self.counts()}
+
+
+class Distiller:
+    """Plans, applies and undoes distills on one service's store."""
+
+    def __init__(self, service: "MemoryService", options: DistillOptions | None = None) -> None:
+        self.service = service
+        self.store = service.store
+        self.options = options or DistillOptions()
+        self.options.check()
+
+    # ------------------------------------------------------------------ plan
+    def plan(self, now: int | None = None) -> DistillPlan:
+        """What to archive, merge and promote (reads only)."""
+        import numpy as np
+
+        now = now or now_ms()
+        where = ACTIVE_FILTER
+        if self.options.namespace:
+            where += f" AND namespace = {quote(self.options.namespace)}"
+        try:
+            table = self.store.reader.snapshot().to_table(columns=_READ + ["vector"], filter=where)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
+        vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)
+        mems = [_row_to_memory(r) for r in table.drop_columns(["vector"]).to_pylist()]
+        plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems), read_at=now)
+        since = self._watermark()
+        plan.archive = [m.id for m in mems if m.expires_at is not None and m.expires_at <= now]
+        archived = set(plan.archive)
+        by_ns: dict[str, list[int]] = {}
+        for i, m in enumerate(mems):
+            if m.id not in archived:
+                by_ns.setdefault(m.namespace, []).append(i)
+        for ns in sorted(by_ns):
+            idx = by_ns[ns]
+            plan.merge += self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32), since)
+        merged_away = {i for step in plan.merge for i in step.merge}
+        new_scope = {step.keep: step.scope for step in plan.merge}
+        new_importance = {step.keep: step.importance for step in plan.merge}
+        for step in plan.merge:
+            keeper = plan.memories[step.keep]
+            if step.scope != keeper.scope:
+                agents = {plan.memories[i].scope for i in [step.keep, *step.merge]} - {"global"}
+                plan.promote.append(step.keep)
+                plan.reasons[step.keep] = (f"held by {len(agents)} agents" if len(agents) >= 2
+                                           else "merged with a global memory")
+        for m in mems:
+            if m.id in archived or m.id in merged_away or m.id in plan.reasons:
+                continue
+            scope = new_scope.get(m.id, m.scope)
+            if scope.startswith("agent:") and new_importance.get(m.id, m.importance) >= self.options.promote_importance:
+                plan.promote.append(m.id)
+                plan.reasons[m.id] = f"importance ≥ {self.options.promote_importance:g}"
+        for step in plan.merge:
+            if step.keep in plan.reasons:
+                step.scope = "global"
+        return plan
+
+    def _clusters(self, mems: list[Memory], vecs: Any, since: int | None = None) -> list[MergeStep]:
+        """Star clusters of one namespace: each unassigned memory, best first, takes every unassigned memory
+        at least ``threshold`` similar to itself. With ``since`` only pairs with a memory written or changed
+        since then are compared (the others were compared by the distill that set it): O(new × all), not
+        O(all²)."""
+        import numpy as np
+
+        n = len(mems)
+        if n < 2:
+            return []
+        cal = self.service.calibration
+        xs = np.array([p[0] for p in cal.points])
+        ys = np.array([p[1] for p in cal.points])
+        thr = float(self.options.threshold)
+        # the raw cosine from which a pair can reach the threshold (the calibration is monotone)
+        cut = float(np.interp(thr, ys, xs)) - 1e-6 if ys[0] < thr <= ys[-1] else (-1.0 if thr <= ys[0] else 2.0)
+        # best first; among equals the oldest id (exact copies keep the id others may have noted). A keeper's
+        # rank does not change by merging (its members rank lower), so the next run sees the same order.
+        order = sorted(sorted(range(n), key=lambda i: mems[i].id), key=lambda i: _keeper_rank(mems[i]), reverse=True)
+        specifics = [_specifics(m.content) for m in mems]
+        words = [_words(m.content) for m in mems]
+        rank_of = np.empty(n, dtype=np.int64)
+        rank_of[order] = np.arange(n)
+        fresh = [i for i in range(n) if since is None or mems[i].updated_at >= since]
+        near: dict[int, dict[int, float]] = {}
+        for start in range(0, len(fresh), _BLOCK):
+            block = fresh[start:start + _BLOCK]
+            sims = vecs[block] @ vecs.T
+            rows, cols = np.nonzero(sims >= cut)
+            for r, c in zip(rows.tolist(), cols.tolist()):
+                i = block[r]
+                if i != c:
+                    s = float(np.interp(sims[r, c], xs, ys, left=0.0, right=1.0))
+                    if s >= thr:
+                        near.setdefault(i, {})[c] = s
+                        near.setdefault(c, {})[i] = s
+        taken = [False] * n
+        steps: list[MergeStep] = []
+        for i in order:
+            if taken[i]:
+                continue
+            taken[i] = True
+            # a member whose identifiers, numbers or paths the keeper does not state would lose them (the merge
+            # is extractive): two turns that differ only in a file name or a version are not duplicates
+            members = sorted((c, s) for c, s in near.get(i, {}).items() if not taken[c] and mems[c].key is None
+                             and specifics[c] <= words[i])
+            if not members:
+                continue
+            members.sort(key=lambda cs: rank_of[cs[0]])
+            for c, _ in members:
+                taken[c] = True
+            steps.append(self._merge_step(mems[i], [mems[c] for c, _ in members], min(s for _, s in members)))
+        return steps
+
+    def _merge_step(self, keep: Memory, others: list[Memory], similarity: float) -> MergeStep:
+        tags = list(keep.tags)
+        for m in others:
+            tags += [t for t in m.tags if t not in tags]
+        scopes = {m.scope for m in [keep, *others]}
+        agents = {s for s in scopes if s.startswith("agent:")}
+        scope = "global" if ("global" in scopes or len(agents) >= 2) else keep.scope
+        distinct = len({m.content_hash for m in [keep, *others]}) > 1
+        return MergeStep(keep=keep.id, merge=[m.id for m in others], content=keep.content, namespace=keep.namespace,
+                         scope=scope, tags=tags[:64], importance=max(m.importance for m in [keep, *others]),
+                         similarity=similarity, condense=self.options.llm is not None and distinct)
+
+    # ------------------------------------------------------------------ apply
+    def apply(self, plan: DistillPlan, *, archive: Callable[[list[Memory]], None] | None = None) -> dict[str, Any]:
+        """Tag the current version, then apply ``plan`` in one commit. ``archive`` receives the memories
+        being archived before anything changes (the CLI appends them to a JSONL file)."""
+        if plan.empty:
+            self._set_watermark(plan)
+            return {"ok": True, "tag": None, "counts": plan.counts(), "condensed": 0}
+        condensed = self._condense(plan) if self.options.llm is not None else {}
+        rows, originals, events = self._changes(plan, condensed)
+        if archive and plan.archive:
+            archive([plan.memories[i] for i in plan.archive])
+        tag = self._tag()
+        self._fault("after-tag")
+        import pyarrow as pa
+
+        schema = self.store.table.schema
+        data = pa.Table.from_pylist(rows, schema=schema)
+        # one commit (a failed one changes nothing); each row only if it is still at the version the plan read
+        res = self.store._commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
+            where="target.version = source.version - 1").execute(data), "applying the distill")
+        if int(res.num_updated_rows) != len(rows):
+            # some memories changed after they were read: put back the rows this commit did change (only
+            # those, so a write another process made meanwhile stays), again in one commit
+            back = pa.Table.from_pylist(originals, schema=schema)
+            self.store._commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
+                where=f"target.version = source.version + 1 AND target.updated_at = {rows[0]['updated_at']}")
+                .execute(back), "rolling the distill back")
+            self.store.facts.forget()
+            try:
+                self.store.table.tags.delete(tag)  # no distill happened: nothing to undo
+            except (OSError, RuntimeError, ValueError):
+                pass
+            raise VersionConflictError(
+                f"{len(rows) - int(res.num_updated_rows)} of the memories to distill changed while it ran; "
+                "nothing was changed: run `memcli distill` again")
+        self._fault("after-commit")
+        self.store.facts.forget()
+        self.store._after_write()
+        self.store.audit.record(events)
+        self._set_watermark(plan)
+        self._prune_tags()
+        if self.options.compact:
+            try:
+                self.store.compact(blocking=True)
+            except StoreError:  # an optimisation: the distill itself is done
+                pass
+        return {"ok": True, "tag": tag, "counts": plan.counts(), "condensed": len(condensed)}
+
+    def _condense(self, plan: DistillPlan) -> dict[str, str]:
+        """Keeper id → condensed content, for the clusters the model condensed within its budget."""
+        from memcli.condense import Condenser
+
+        assert self.options.llm is not None
+        condenser = Condenser(self.options.llm)
+        out: dict[str, str] = {}
+        for step in plan.merge:
+            if not step.condense:
+                continue
+            texts = list(dict.fromkeys(plan.memories[i].content for i in [step.keep, *step.merge]))
+            text = condenser.condense(texts)
+            if text:
+                out[step.keep] = text
+        return out
+
+    def _changes(self, plan: DistillPlan, condensed: dict[str, str]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[AuditEvent]]:
+        """The new rows (whole rows, version + 1), the rows as they were, and one audit event per change."""
+        now = now_ms()
+        values: dict[str, dict[str, Any]] = {}
+        events: list[AuditEvent] = []
+
+        def ev(mid: str, action: str, changes: dict[str, list[Any]], note: str = "") -> None:
+            m = plan.memories[mid]
+            # a promotion is listed after the merge of the same memory (history sorts by time)
+            events.append(AuditEvent(memory_id=mid, action=action, actor="distill", namespace=m.namespace,
+                                     version=m.version + 1, changes=changes, note=note,
+                                     at=now + (action == "promote")))
+
+        for mid in plan.archive:
+            values[mid] = {"status": ARCHIVED}
+            ev(mid, "archive", {"status": [ACTIVE, ARCHIVED]}, "expired")
+        for step in plan.merge:
+            keep = plan.memories[step.keep]
+            merged_from = list(keep.merged_from)
+            for mid in step.merge:
+                merged_from += [x for x in [*plan.memories[mid].merged_from, mid] if x not in merged_from]
+                values[mid] = {"status": SUPERSEDED, "superseded_by": keep.id}
+                ev(mid, "supersede", {"status": [ACTIVE, SUPERSEDED], "superseded_by": [None, keep.id]},
+                   f"merged into {keep.id}")
+            v: dict[str, Any] = {"tags": step.tags, "importance": step.importance, "merged_from": merged_from}
+            content = condensed.get(keep.id)
+            if content and content != keep.content:
+                v["content"] = content
+            values[keep.id] = v
+            changes = {k: [clip(getattr(keep, k)), clip(x)] for k, x in v.items() if getattr(keep, k) != x}
+            ev(keep.id, "merge", changes, f"merged {len(step.merge)}: {', '.join(step.merge)}"
+               + (" (condensed by the LLM)" if "content" in v else ""))
+        for mid in plan.promote:
+            values.setdefault(mid, {})["scope"] = "global"
+            ev(mid, "promote", {"scope": [plan.memories[mid].scope, "global"]}, plan.reasons.get(mid, ""))
+        ids = list(values)
+        full = {r["id"]: r for start in range(0, len(ids), 500)
+                for r in self.store._rows("id IN (" + ", ".join(quote(i) for i in ids[start:start + 500]) + ")",
+                                          self.store.table.schema.names)}
+        new_content = {mid: v["content"] for mid, v in values.items() if "content" in v}
+        vecs = self._embed(new_content, full)
+        rows = []
+        for mid, v in values.items():
+            row = full.get(mid)
+            if row is None or int(row["version"]) != plan.memories[mid].version:
+                raise VersionConflictError(f"memory {mid} changed or was forgotten since the plan was made; "
+                                           "nothing was changed: run `memcli distill` again")
+            row = dict(row)
+            for k, x in v.items():
+                row[k] = json.dumps(x) if k == "merged_from" else list(x) if k == "tags" else x
+            if mid in new_content:
+                from memcli.models import content_hash
+
+                row["content_hash"] = content_hash(new_content[mid])
+                row["search_text"] = row_search_text(new_content[mid], json.loads(row["context"] or "[]"))
+                row.update(vecs[mid])
+            row["status"] = row.get("status") or ACTIVE
+            row["version"] = int(row["version"]) + 1
+            row["updated_at"] = now
+            rows.append(row)
+        return rows, [full[r["id"]] for r in rows], events
+
+    def _embed(self, contents: dict[str, str], rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """New vectors for condensed contents (before the commit: a failing embedder changes nothing)."""
+        if not contents:
+            return {}
+        probes = [Memory(id=mid, content=text, context=json.loads(rows[mid].get("context") or "[]"))
+                  for mid, text in contents.items()]
+        own, ctx = self.service._embed_memories(probes)
+        return {p.id: {"vector": [float(x) for x in o], "context_vector": [float(x) for x in c]}
+                for p, o, c in zip(probes, own, ctx)}
+
+    def _fault(self, point: str) -> None:
+        if self.options.fault == point:  # tests: a crash at this point (no cleanup, no finally blocks)
+            os._exit(70)
+
+    # ------------------------------------------------------------------ the incremental watermark
+    def _watermark(self) -> int | None:
+        """Memories unchanged since the last complete run (every namespace, same threshold) were compared with
+        each other then; None: compare everything (``full``, a first run, after an undo)."""
+        if self.options.full or self.options.namespace:
+            return None
+        try:
+            mark = json.loads(self.store.read_meta().get(WATERMARK) or "null")
+        except (ValueError, TypeError):
+            return None
+        if not isinstance(mark, dict) or mark.get("threshold") != float(self.options.threshold):
+            return None
+        at = mark.get("at")
+        return int(at) if isinstance(at, int) else None
+
+    def _set_watermark(self, plan: DistillPlan) -> None:
+        if self.options.namespace:
+            return
+        # a margin for other processes' clocks and for writes the plan's snapshot did not see yet
+        value = {"at": plan.read_at - WATERMARK_MARGIN_MS, "threshold": float(self.options.threshold)}
+        try:
+            self.store.write_meta({WATERMARK: json.dumps(value)})
+        except (OSError, RuntimeError, ValueError):
+            pass  # the next run compares everything: slower, not wrong
+
+    # ------------------------------------------------------------------ tags and undo
+    def _tag(self) -> str:
+        """Tag the table's current version ``distill-<UTC timestamp>`` (unique)."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        existing = self.store.table.tags.list()
+        tag, n = TAG_PREFIX + stamp, 1
+        while tag in existing:
+            n += 1
+            tag = f"{TAG_PREFIX}{stamp}-{n}"
+        try:
+            self.store.table.tags.create(tag, self.store.table.version)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"cannot tag the store's version before the distill: {exc}; nothing was changed") from exc
+        return tag
+
+    def tags(self) -> list[dict[str, Any]]:
+        """The distill tags, newest first: ``{"tag", "version", "created_at"}`` (ms, from the tag's name)."""
+        out = []
+        for name, info in self.store.table.tags.list().items():
+            if name.startswith(TAG_PREFIX):
+                out.append({"tag": name, "version": int(info["version"]), "created_at": _tag_time(name)})
+        out.sort(key=lambda t: (t["created_at"], t["version"], t["tag"]), reverse=True)
+        return out
+
+    def _prune_tags(self) -> None:
+        for t in self.tags()[KEEP_TAGS:]:
+            try:
+                self.store.table.tags.delete(t["tag"])
+            except (OSError, RuntimeError, ValueError):
+                pass
+
+    def _restore(self, tag: str) -> None:
+        self.store.table.restore(tag)
+        self.store.facts.forget()
+
+    def undo(self, tag: str | None = None) -> dict[str, Any]:
+        """Restore the table to a distill tag (default: the latest). Memories written after it are discarded
+        (listed in ``discarded``); every memory whose state changes gets a ``restore`` audit record."""
+        tags = self.tags()
+        if tag is None:
+            if not tags:
+                raise NotFoundError("there is no distill to undo (no distill-* tag; see `memcli distill --tags`)")
+            tag = tags[0]["tag"]
+        elif tag not in {t["tag"] for t in tags}:
+            known = ", ".join(t["tag"] for t in tags[:5]) or "none"
+            raise NotFoundError(f"no distill tag {tag!r} (latest: {known})")
+        before = {r["id"]: r for r in self.store._rows(None, ["id", "version", "status", "namespace"])}
+        try:
+            self._restore(tag)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"restoring {tag} failed: {exc}") from exc
+        self.store.write_meta({WATERMARK: "null"})  # the next run compares everything again
+        self.store._after_write()
+        after = {r["id"]: r for r in self.store._rows(None, ["id", "version", "status", "namespace"])}
+        events = []
+        for mid, r in after.items():
+            b = before.get(mid)
+            if b is None or (b["version"], b["status"]) != (r["version"], r["status"]):
+                events.append(AuditEvent(memory_id=mid, action="restore", actor="distill", namespace=r["namespace"],
+                                         version=int(r["version"]), note=f"undo {tag}",
+                                         changes={"status": [b["status"] if b else None, r["status"] or ACTIVE]}))
+        discarded = sorted(set(before) - set(after))
+        events += [AuditEvent(memory_id=mid, action="restore", actor="distill", namespace=before[mid]["namespace"],
+                              note=f"undo {tag}: written after it, discarded") for mid in discarded]
+        self.store.audit.record(events)
+        return {"ok": True, "restored": tag, "changed": len(events) - len(discarded), "discarded": discarded}
+
+
+def _keeper_rank(m: Memory) -> tuple[float, int, int]:
+    """Which member of a cluster keeps its content: the most important, then a deliberate memory before a
+    captured turn, then the most recent."""
+    captured = m.source == "hook:stop" or "turn" in m.tags
+    return (m.importance, 0 if captured else 1, m.created_at)
+
+
+_TOKEN = re.compile(r"[^\s,;!?()\[\]{}<>\"']+")
+_SPECIFIC = re.compile(r"\d|[_/\\.:@`#$=]|[a-z][A-Z]")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(t for t in (tok.strip(".:`*").casefold() for tok in _TOKEN.findall(text)) if t)
+
+
+def _specifics(text: str) -> frozenset[str]:
+    """The tokens of a text that carry a specific value: numbers, versions, paths, identifiers (snake_case,
+    camelCase, dotted), code in backticks (casefolded). Plain words are left out: paraphrases change them."""
+    out = set()
+    for tok in _TOKEN.findall(text):
+        tok = tok.strip(".:`*")
+        if tok and _SPECIFIC.search(tok):
+            out.add(tok.casefold())
+    return frozenset(out)
+
+
+def _tag_time(name: str) -> int:
+    stamp = name[len(TAG_PREFIX):].split("-")[0]
+    try:
+        return int(datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc).timestamp() * 1000)
+    except ValueError:
+        return 0
