@@ -338,9 +338,30 @@ def test_browser_forget_removes_it(page: object, api: httpx.Client, seeded: dict
                            arg=str(before - 1))
 
 
-def test_browser_distill_panel_degrades_when_the_server_has_no_distill(page: object) -> None:
-    assert page.text_content("#distill-status") == "distill not available on this server"  # type: ignore[attr-defined]
-    assert page.is_disabled("#distill-plan")  # type: ignore[attr-defined]
+def test_browser_distill_panel_plans_applies_and_undoes_on_the_real_server(page: object, api: httpx.Client,
+                                                                          seeded: dict) -> None:
+    """Two agents hold the same fact in the namespace on screen: the panel shows the server's plan for that
+    namespace, Apply merges them (one stays active, the other is superseded) and Undo restores both."""
+    ns = seeded["ns"]
+    fact = "The staging database is restored from the nightly snapshot at 02:00 UTC every day."
+    made = [api.post("/api/memories", json={"content": fact, "agent": agent, "namespace": ns}).json()["memory_id"]
+            for agent in ("codex", "gemini")]
+    plan = api.get("/api/distill/plan", params={"namespace": ns}).json()
+    assert any(set(made) <= {g["keep"], *g["merge"]} for g in plan["plan"]["merge"])
+    pg = page  # type: ignore[assignment]
+    pg.click("#distill-plan")  # type: ignore[attr-defined]
+    pg.wait_for_selector("#distill-out h3")  # type: ignore[attr-defined]
+    out = pg.text_content("#distill-out")  # type: ignore[attr-defined]
+    assert f"Merge ({len(plan['plan']['merge'])})" in out
+    pg.click("#distill-apply")  # type: ignore[attr-defined]
+    pg.click("#distill-confirm-yes")  # type: ignore[attr-defined]
+    pg.wait_for_selector("#distill-out .msg.ok")  # type: ignore[attr-defined]
+    assert "Applied (tag distill-" in pg.text_content("#distill-out")  # type: ignore[attr-defined]
+    statuses = sorted(api.get(f"/api/memories/{i}").json()["status"] for i in made)
+    assert statuses == ["active", "superseded"]
+    pg.click("#distill-undo-btn")  # type: ignore[attr-defined]
+    pg.wait_for_selector("#distill-out .msg.ok:text('Restored')")  # type: ignore[attr-defined]
+    assert [api.get(f"/api/memories/{i}").json()["status"] for i in made] == ["active", "active"]
 
 
 def test_browser_distill_panel_speaks_the_distill_contract(browser: object, server: ServerProc, api: httpx.Client,

@@ -440,7 +440,7 @@ function idButton(id) {
 async function showPlan() {
   let data;
   try {
-    ({ data } = await api("GET", "/api/distill/plan"));
+    ({ data } = await api("GET", "/api/distill/plan?namespace=" + encodeURIComponent(state.namespace || "")));
   } catch (e) {
     if (e instanceof ApiError && e.status === 404) return distillUnavailable();
     throw e;
@@ -473,7 +473,7 @@ async function showPlan() {
 
 async function applyPlan() {
   $("distill-confirm").hidden = true;
-  const { data } = await api("POST", "/api/distill/apply", { body: {} });
+  const { data } = await api("POST", "/api/distill/apply", { body: state.namespace ? { namespace: state.namespace } : {} });
   const counts = Object.entries(data.counts || {}).map(([k, v]) => `${k}: ${v}`).join(" · ");
   clear($("distill-out")).append(el("p", { class: "msg ok" }, `Applied (tag ${data.tag})${counts ? ": " + counts : ""}.`));
   $("distill-apply").hidden = true;
