@@ -1,0 +1,116 @@
+"""Board jobs: run a job the user configured (``[jobs.NAME]``) in the background, and record how it ended.
+
+:func:`spawn_supervisor` starts ``python -m memcli.jobs SPEC`` in its own session, so a job outlives the
+process that triggered it (a one-shot ``memcli board run`` exits at once; a server may restart). The
+supervisor runs the job's argv without a shell, in a new process group, with its output appended to the run's
+log; past the timeout it kills the whole group (SIGTERM, then SIGKILL) and marks the run ``timed-out``; then
+it writes the final status (``succeeded``, ``failed``, ``timed-out``) and exit code to the run's row.
+The command always comes from the user's config file, never from whoever triggered the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL of a job's process group
+FINAL = ("succeeded", "failed", "timed-out")
+
+
+def spawn_supervisor(spec: dict[str, Any], env: dict[str, str]) -> int:
+    """Start the supervisor of one run (detached); returns its pid. ``spec``: data_uri, run_id, argv, cwd,
+    timeout, log_path. ``env``: the job's environment."""
+    log_path = Path(spec["log_path"])
+    with open(log_path, "ab") as log:  # the supervisor's own errors land in the run's log too
+        proc = subprocess.Popen([sys.executable, "-m", "memcli.jobs", json.dumps(spec)], stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
+    # reap it when it ends, or a long-running server collects zombies
+    threading.Thread(target=proc.wait, name=f"memcli-job-{spec['run_id'][-8:]}", daemon=True).start()
+    return proc.pid
+
+
+def _kill_group(proc: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+    """SIGTERM the job's process group, SIGKILL whatever is left of it after a grace period."""
+
+    def gone() -> bool:
+        proc.poll()  # reap the leader: a zombie still counts as a member of its group
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, 1.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if gone():
+                return
+            time.sleep(0.05)
+        if sig == signal.SIGTERM:
+            log.write(b"[memcli] the job's process group did not stop on SIGTERM: sending SIGKILL\n")
+
+
+def supervise(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the job, enforce its timeout, append its output to the log; the run's final values."""
+    argv: list[str] = spec["argv"]
+    timeout = float(spec["timeout"])
+    started = time.monotonic()
+    with open(spec["log_path"], "ab", buffering=0) as log:
+        log.write(f"[memcli] job {spec['job']} for {spec['task_id']}: {json.dumps(argv)} in {spec['cwd']} "
+                  f"(timeout {timeout:g} s)\n".encode())
+        try:
+            proc = subprocess.Popen(argv, cwd=spec["cwd"], stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            msg = f"could not start {argv[0]!r}: {exc.strerror or exc}"
+            log.write(f"[memcli] {msg}\n".encode())
+            return {"status": "failed", "exit_code": None, "error": msg}
+        stopping = threading.Event()
+
+        def on_term(signum: int, frame: Any) -> None:  # the supervisor is being stopped: so is its job
+            stopping.set()
+            _kill_group(proc, log)
+
+        signal.signal(signal.SIGTERM, on_term)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc, log)
+            code = proc.wait()
+            msg = f"killed after its {timeout:g} s timeout"
+            log.write(f"[memcli] {msg} (exit code {code})\n".encode())
+            return {"status": "timed-out", "exit_code": code, "error": msg}
+        took = time.monotonic() - started
+        if stopping.is_set():
+            log.write(b"[memcli] stopped: the supervisor got SIGTERM\n")
+            return {"status": "failed", "exit_code": code, "error": "stopped before it finished"}
+        log.write(f"[memcli] exit code {code} after {took:.2f} s\n".encode())
+        if code == 0:
+            return {"status": "succeeded", "exit_code": 0, "error": None}
+        return {"status": "failed", "exit_code": code, "error": f"exit code {code}"}
+
+
+def main(argv: list[str]) -> int:
+    """``python -m memcli.jobs SPEC``: supervise one run and record its result on the board."""
+    from memcli.boardstore import BoardStore
+    from memcli.models import now_ms
+
+    spec = json.loads(argv[1])
+    result = supervise(spec)
+    BoardStore.connect(spec["data_uri"]).finish_run(spec["run_id"], {**result, "ended_at": now_ms()})
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a detached process
+    sys.exit(main(sys.argv))
