@@ -404,6 +404,9 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         Route("/api/stats", stats, methods=["GET"]),
     ]
     routes += _hook_routes(holder, config)
+    from memcli.server.board_routes import board_routes
+
+    routes += board_routes(holder)
     routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
 
     # ------------------------------------------------------------------ errors
