@@ -33,6 +33,10 @@ timeout = 1
 
 [jobs.literal]
 command = "echo $HOME; touch pwned"
+
+[jobs.long]
+command = ["sleep", "31.5"]
+timeout = 120
 """
 
 
@@ -203,7 +207,7 @@ def test_jobs_succeed_fail_and_time_out(board: BoardService, home: Path) -> None
 def test_only_configured_jobs_run_and_never_through_a_shell(board: BoardService, home: Path) -> None:
     t = board.create_task("Security")
     for name in ("rm -rf /tmp/x", "echo hi", "OK", "missing"):
-        with pytest.raises(NotFoundError, match="no job named .* configured jobs: fail, hang, literal, ok"):
+        with pytest.raises(NotFoundError, match="no job named .* configured jobs: fail, hang, literal, long, ok"):
             board.trigger_job(t.id, name)
     assert board.task_detail(t.id)["jobs"] == []
     run = _wait_run(board, t.id, board.trigger_job(t.id, "literal").run_id)
@@ -222,3 +226,53 @@ def test_bad_job_config_is_a_clear_error(home: Path) -> None:
         (home / "config.toml").write_text(body)
         with pytest.raises(ConfigError, match=message):
             load_config(home)
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids += [int(x) for x in (task / "children").read_text().split()]
+    return kids
+
+
+def test_a_run_whose_supervisor_died_is_reported_failed(board: BoardService) -> None:
+    """A supervisor killed with SIGKILL (or a reboot) can record nothing: the card must not say "running"
+    for ever, nor refuse to run the job again."""
+    import signal
+
+    t = board.create_task("Lost run")
+    run = board.trigger_job(t.id, "long")
+    deadline = time.monotonic() + 20
+    sup = None
+    while sup is None and time.monotonic() < deadline:
+        for p in Path("/proc").iterdir():
+            if p.name.isdigit():
+                try:
+                    if run.run_id in (p / "cmdline").read_text():
+                        sup = int(p.name)
+                except OSError:
+                    continue
+        time.sleep(0.05)
+    assert sup is not None
+    while not _children(sup) and time.monotonic() < deadline:  # the job has started
+        time.sleep(0.05)
+    jobs = _children(sup)
+    os.kill(sup, signal.SIGKILL)
+    for pid in jobs:  # the orphaned job itself is not the board's to clean up any more; the test's
+        os.kill(pid, signal.SIGKILL)
+    while time.monotonic() < deadline:
+        got = board.get_task(t.id).job
+        if got is not None and got.status != "running":
+            break
+        time.sleep(0.2)
+    assert got is not None and got.status == "failed" and "supervisor stopped" in (got.error or "")
+    again = board.trigger_job(t.id, "long")  # not "already running"
+    assert again.status == "running"
+    _wait_gone = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    for p in _wait_gone:
+        try:
+            if again.run_id in (p / "cmdline").read_text():
+                os.kill(int(p.name), signal.SIGTERM)  # the supervisor stops its job, and records it
+        except OSError:
+            continue
+    assert _wait_run(board, t.id, again.run_id)["status"] == "failed"

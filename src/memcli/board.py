@@ -80,9 +80,16 @@ class JobRun:
 
     @classmethod
     def from_row(cls, r: dict[str, Any]) -> "JobRun":
-        return cls(run_id=r["run_id"], task_id=r["task_id"], job=r["job"], status=r["status"],
-                   exit_code=r.get("exit_code"), log_path=r.get("log_path") or "", started_at=int(r["started_at"]),
-                   ended_at=r.get("ended_at"), error=r.get("error"), actor=r.get("actor"))
+        run = cls(run_id=r["run_id"], task_id=r["task_id"], job=r["job"], status=r["status"],
+                  exit_code=r.get("exit_code"), log_path=r.get("log_path") or "", started_at=int(r["started_at"]),
+                  ended_at=r.get("ended_at"), error=r.get("error"), actor=r.get("actor"))
+        if run.status == "running" and now_ms() - run.started_at > 2_000:
+            from memcli.jobs import supervisor_alive
+
+            # its supervisor was killed (or the machine restarted) before it could record a result
+            if supervisor_alive(run.log_path) is False:
+                run.status, run.error = "failed", "lost: its supervisor stopped before recording a result"
+        return run
 
     def item(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "task_id": self.task_id, "job": self.job, "status": self.status,
@@ -388,11 +395,11 @@ class BoardService:
             raise NotFoundError(f"no job named {str(job)[:80]!r} is configured; configured jobs: {names}")
         spec = self.jobs[job]
         task = self._load(ref, namespace)
-        running = [r for r in self.store.run_rows(task.namespace, task.id) if r["job"] == job
-                   and r["status"] == "running"]
+        running = [r for r in map(JobRun.from_row, self.store.run_rows(task.namespace, task.id))
+                   if r.job == job and r.status == "running"]
         if running:
-            raise ConflictError(f"job {job} is already running for {task.id} (run {running[-1]['run_id']}, log "
-                                f"{running[-1]['log_path']})")
+            raise ConflictError(f"job {job} is already running for {task.id} (run {running[-1].run_id}, log "
+                                f"{running[-1].log_path})")
         cwd = Path(spec.cwd).expanduser() if spec.cwd else self.home
         cwd = cwd if cwd.is_absolute() else self.home / cwd
         if not cwd.is_dir():

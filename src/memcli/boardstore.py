@@ -23,7 +23,7 @@ log = logging.getLogger("memcli.board")
 
 TASKS_TABLE = "memcli_tasks"
 RUNS_TABLE = "memcli_job_runs"
-COMPACT_EVERY = 64  # writes between two compactions of a board table (every write adds a fragment)
+COMPACT_FRAGMENTS = 32  # a board table with more fragments than this is compacted after a write
 SEP = "\x1f"  # between namespace and task id in the key: a namespace can hold ':' but never a control char
 
 
@@ -79,7 +79,6 @@ class BoardStore:
     def __init__(self, db: Any) -> None:
         self.db = db
         self._tables: dict[str, Any] = {}
-        self._writes = 0
 
     @classmethod
     def connect(cls, uri: str) -> "BoardStore":
@@ -118,12 +117,13 @@ class BoardStore:
             raise StoreError(f"reading the task board failed: {exc}. Run `memcli doctor`.") from exc
 
     def _wrote(self, table: Any) -> None:
-        self._writes += 1
-        if self._writes % COMPACT_EVERY == 0:
-            try:
+        """Compact a board table once its fragments pile up (every write adds one; a short-lived CLI process
+        checks too, so the count is read from the table, not kept in memory)."""
+        try:
+            if len(table.to_lance().get_fragments()) > COMPACT_FRAGMENTS:
                 table.optimize()
-            except (OSError, RuntimeError, ValueError) as exc:  # another writer compacting: next time
-                log.info("compacting %s skipped: %s", table.name, exc)
+        except (OSError, RuntimeError, ValueError) as exc:  # another writer compacting: next time
+            log.info("compacting %s skipped: %s", table.name, exc)
 
     # ---------------------------------------------------------------- tasks
     def task_rows(self, namespace: str, where: str | None = None) -> list[dict[str, Any]]:

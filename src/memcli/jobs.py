@@ -10,6 +10,7 @@ The command always comes from the user's config file, never from whoever trigger
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -29,11 +30,32 @@ def spawn_supervisor(spec: dict[str, Any], env: dict[str, str]) -> int:
     timeout, log_path. ``env``: the job's environment."""
     log_path = Path(spec["log_path"])
     with open(log_path, "ab") as log:  # the supervisor's own errors land in the run's log too
+        # A lock on the log's open file, which the supervisor inherits as its stdout/stderr: held exactly as
+        # long as the supervisor lives (see supervisor_alive), whatever kills it.
+        fcntl.flock(log.fileno(), fcntl.LOCK_EX)
         proc = subprocess.Popen([sys.executable, "-m", "memcli.jobs", json.dumps(spec)], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
     # reap it when it ends, or a long-running server collects zombies
     threading.Thread(target=proc.wait, name=f"memcli-job-{spec['run_id'][-8:]}", daemon=True).start()
     return proc.pid
+
+
+def supervisor_alive(log_path: str) -> bool | None:
+    """Is the supervisor of the run logging to ``log_path`` still alive? None when that cannot be told here
+    (no such file on this machine)."""
+    try:
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # (releases the lock, if this took it)
+    return False
 
 
 def _kill_group(proc: subprocess.Popen[bytes], log: IO[bytes]) -> None:
@@ -103,12 +125,24 @@ def supervise(spec: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     """``python -m memcli.jobs SPEC``: supervise one run and record its result on the board."""
-    from memcli.boardstore import BoardStore
     from memcli.models import now_ms
 
     spec = json.loads(argv[1])
+    store: list[Any] = []
+
+    def connect() -> None:  # LanceDB takes ~1 s to import: done while the job runs, not after it
+        from memcli.boardstore import BoardStore
+
+        store.append(BoardStore.connect(spec["data_uri"]))
+
+    opener = threading.Thread(target=connect, name="memcli-job-store", daemon=True)
+    opener.start()
     result = supervise(spec)
-    BoardStore.connect(spec["data_uri"]).finish_run(spec["run_id"], {**result, "ended_at": now_ms()})
+    ended = now_ms()
+    opener.join()
+    if not store:  # the import failed in the thread: once more here, with its error on stderr (the log)
+        connect()
+    store[0].finish_run(spec["run_id"], {**result, "ended_at": ended})
     return 0
 
 

@@ -106,9 +106,7 @@ def _done(verb: str) -> Any:
 def register(app: typer.Typer) -> None:
     from memcli.cli.app import MemcliGroup
 
-    board_app = typer.Typer(cls=MemcliGroup, help="The task board your agents share: cards in columns (backlog → "
-                            "todo → doing → review → done), moves recorded as memories, configured jobs.",
-                            invoke_without_command=True, no_args_is_help=False)
+    board_app = typer.Typer(cls=MemcliGroup, invoke_without_command=True, no_args_is_help=False)
     app.add_typer(board_app, name="board")
 
     @board_app.callback()
@@ -117,9 +115,10 @@ def register(app: typer.Typer) -> None:
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help=NS_HELP),
         json_: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
-        """Show the board (every column with its cards); subcommands change it.
+        """The task board your agents share: cards in columns (backlog → todo → doing → review → done), each
+        move remembered, jobs run by the name configured in config.toml. Alone: show the board.
 
-        Example: memcli board
+        Example: memcli board add "Fix the flaky upload test" -l bug; memcli board move T-1 todo
         """
         if ctx.invoked_subcommand is not None:
             return
