@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from memcli.boardstore import BoardStore, command_text, task_key
 from memcli.errors import ConflictError, NotFoundError, TransitionError, ValidationError, VersionConflictError
 from memcli.models import new_id, normalise_scope, now_ms, validate_namespace, validate_tags
+from memcli.reader import quote
 
 if TYPE_CHECKING:
     from memcli.config import Config, JobConfig
@@ -274,10 +275,9 @@ class BoardService:
         ns = self._ns(namespace)
         conds = []
         if status is not None:
-            conds.append(f"status = '{self._status(status)}'")
+            conds.append(f"status = {quote(self._status(status))}")
         if assignee is not None:
-            name = _agent_name(assignee)
-            conds.append(f"assignee = '{name}'" if "'" not in name else "FALSE")
+            conds.append(f"assignee = {quote(_agent_name(assignee))}")
         rows = self.store.task_rows(ns, " AND ".join(conds) or None)
         tasks = [Task.from_row(r) for r in rows]
         if label is not None:

@@ -22,7 +22,8 @@ def _board(ctx: typer.Context, json_: bool, namespace: str | None) -> "tuple[Sta
     from memcli.board import board_of
 
     with_namespace(ctx, namespace)
-    st = use_json(ctx, json_)
+    # `memcli board --json -n NS add …`: the group's flags hold for its subcommand too
+    st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))
     return st, board_of(st.service(), st.config())
 
 
@@ -121,6 +122,8 @@ def register(app: typer.Typer) -> None:
         Example: memcli board add "Fix the flaky upload test" -l bug; memcli board move T-1 todo
         """
         if ctx.invoked_subcommand is not None:
+            with_namespace(ctx, namespace)
+            ctx.meta["memcli_board_json"] = json_
             return
         st, b = _board(ctx, json_, namespace)
         emit(b.board(), st.json, _board_view)
