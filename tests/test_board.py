@@ -276,3 +276,20 @@ def test_a_run_whose_supervisor_died_is_reported_failed(board: BoardService) -> 
         except OSError:
             continue
     assert _wait_run(board, t.id, again.run_id)["status"] == "failed"
+
+
+def test_a_move_whose_memory_cannot_be_written_still_reports_the_move(board: BoardService,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedder (a remote API in many setups) fails after the card moved: the caller learns the move
+    landed (so it does not retry a done move) and why there is no memory of it."""
+    from memcli.errors import EmbedderError
+
+    def down(texts: list[str]) -> list[list[float]]:
+        raise EmbedderError("the embedding API is unreachable")
+
+    t = board.create_task("Embedder down")
+    monkeypatch.setattr(board.memory.embedder, "embed_passages", down)
+    res = board.move(t.id, "todo", reason="still moves")
+    assert res.task.status == "todo" and res.memory_id is None
+    assert "could not be written: the embedding API is unreachable" in res.item()["warning"]
+    assert board.get_task(t.id).version == 2

@@ -9,6 +9,7 @@ T-12 in review?" can be recalled like any other decision. Jobs run only by the n
 
 from __future__ import annotations
 
+import logging
 import re
 import weakref
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcli.boardstore import BoardStore, command_text, task_key
-from memcli.errors import ConflictError, NotFoundError, TransitionError, ValidationError, VersionConflictError
+from memcli.errors import ConflictError, MemcliError, NotFoundError, TransitionError, ValidationError, VersionConflictError
 from memcli.models import new_id, normalise_scope, now_ms, validate_namespace, validate_tags
 from memcli.reader import quote
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from memcli.config import Config, JobConfig
     from memcli.models import Memory
     from memcli.service import MemoryService
+
+log = logging.getLogger("memcli.board")
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 32_000
@@ -150,10 +153,14 @@ class MoveResult:
     task: Task
     from_status: str
     memory_id: str | None
+    warning: str | None = None  # the move landed but its memory could not be written (the embedder failed…)
 
     def item(self) -> dict[str, Any]:
-        return {"ok": True, "task_id": self.task.id, "from": self.from_status, "to": self.task.status,
-                "version": self.task.version, "memory_id": self.memory_id, "task": self.task.item()}
+        out = {"ok": True, "task_id": self.task.id, "from": self.from_status, "to": self.task.status,
+               "version": self.task.version, "memory_id": self.memory_id, "task": self.task.item()}
+        if self.warning:
+            out["warning"] = self.warning
+        return out
 
 
 class BoardService:
@@ -333,8 +340,13 @@ class BoardService:
                     "no longer current). Read it again (get_task) and retry with the new version")
         else:
             raise VersionConflictError(f"task {task_ref(ref)} kept changing while it was being moved; try again")
-        memory_id = self._record_move(task, before, actor, why, source)
-        return MoveResult(task=task, from_status=before, memory_id=memory_id)
+        try:
+            memory_id, warning = self._record_move(task, before, actor, why, source), None
+        except MemcliError as exc:
+            # the move itself has landed: reporting it as failed would make the caller retry a done move
+            log.warning("the memory of the move of %s could not be written: %s", task.id, exc.message)
+            memory_id, warning = None, f"moved, but its memory could not be written: {exc.message}"
+        return MoveResult(task=task, from_status=before, memory_id=memory_id, warning=warning)
 
     def _record_move(self, task: Task, before: str, actor: str | None, reason: str | None, source: str) -> str:
         who = actor or "the user"
