@@ -196,13 +196,6 @@ class BoardStore:
         rows.sort(key=lambda r: (r["started_at"], r["run_id"]))
         return rows
 
-    def compact(self) -> None:
-        for table in (self.tasks(), self.runs()):
-            try:
-                table.optimize()
-            except (OSError, RuntimeError, ValueError) as exc:
-                log.warning("compacting %s failed: %s", table.name, exc)
-
 
 def command_text(argv: list[str]) -> str:
     """A job's argv as stored with its run (JSON: exact, not re-split)."""
