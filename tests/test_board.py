@@ -268,14 +268,14 @@ def test_a_run_whose_supervisor_died_is_reported_failed(board: BoardService) -> 
     assert got is not None and got.status == "failed" and "supervisor stopped" in (got.error or "")
     again = board.trigger_job(t.id, "long")  # not "already running"
     assert again.status == "running"
-    _wait_gone = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
-    for p in _wait_gone:
+    for p in [p for p in Path("/proc").iterdir() if p.name.isdigit()]:
         try:
             if again.run_id in (p / "cmdline").read_text():
-                os.kill(int(p.name), signal.SIGTERM)  # the supervisor stops its job, and records it
+                os.kill(int(p.name), signal.SIGTERM)  # a supervisor told to stop stops its job, and records it
         except OSError:
             continue
-    assert _wait_run(board, t.id, again.run_id)["status"] == "failed"
+    stopped = _wait_run(board, t.id, again.run_id)
+    assert stopped["status"] == "failed"
 
 
 def test_a_move_whose_memory_cannot_be_written_still_reports_the_move(board: BoardService,

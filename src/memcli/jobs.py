@@ -91,6 +91,15 @@ def supervise(spec: dict[str, Any]) -> dict[str, Any]:
     with open(spec["log_path"], "ab", buffering=0) as log:
         log.write(f"[memcli] job {spec['job']} for {spec['task_id']}: {json.dumps(argv)} in {spec['cwd']} "
                   f"(timeout {timeout:g} s)\n".encode())
+        stopping = threading.Event()
+        running: list[subprocess.Popen[bytes]] = []
+
+        def on_term(signum: int, frame: Any) -> None:  # the supervisor is being stopped: so is its job
+            stopping.set()
+            if running:
+                _kill_group(running[0], log)
+
+        signal.signal(signal.SIGTERM, on_term)  # before the job starts: no moment where it would be orphaned
         try:
             proc = subprocess.Popen(argv, cwd=spec["cwd"], stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
@@ -98,13 +107,9 @@ def supervise(spec: dict[str, Any]) -> dict[str, Any]:
             msg = f"could not start {argv[0]!r}: {exc.strerror or exc}"
             log.write(f"[memcli] {msg}\n".encode())
             return {"status": "failed", "exit_code": None, "error": msg}
-        stopping = threading.Event()
-
-        def on_term(signum: int, frame: Any) -> None:  # the supervisor is being stopped: so is its job
-            stopping.set()
+        running.append(proc)
+        if stopping.is_set():  # SIGTERM arrived while it was being started
             _kill_group(proc, log)
-
-        signal.signal(signal.SIGTERM, on_term)
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
