@@ -125,6 +125,10 @@ def test_transitions_follow_the_rule(board: BoardService) -> None:
         board.move("T-99", "todo")
     with pytest.raises(ValidationError, match="invalid task id"):
         board.get_task("x; DROP")
+    long = board.create_task("Long one", description="details " * 1000)
+    card = next(c for c in board.board()["columns"][0]["tasks"] if c["task_id"] == long.id)
+    assert len(card["description"]) == 280 and card["description"].endswith("…")  # the board stays small
+    assert board.task_detail(long.id)["description"] == ("details " * 1000).strip()
 
 
 def test_configured_columns(home: Path) -> None:

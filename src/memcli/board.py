@@ -31,6 +31,7 @@ log = logging.getLogger("memcli.board")
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 32_000
+BRIEF_DESCRIPTION = 280  # characters of a description shown on the board and in lists (get_task: all of it)
 MAX_LINKS = 100
 MAX_REASON = 2_000
 ALLOC_TRIES = 64  # concurrent creators each take the next free number; a lost race tries the one after
@@ -137,9 +138,13 @@ class Task:
                 "created_by": self.created_by, "created_at": self.created_at, "updated_at": self.updated_at,
                 "version": self.version}
 
-    def item(self) -> dict[str, Any]:
-        """The JSON shape every face prints."""
-        return {"task_id": self.id, "title": self.title, "description": self.description, "status": self.status,
+    def item(self, *, brief: bool = False) -> dict[str, Any]:
+        """The JSON shape every face prints; ``brief`` (the board, lists) clips a long description so that a
+        whole board stays small enough for an agent's context."""
+        desc = self.description
+        if brief and desc and len(desc) > BRIEF_DESCRIPTION:
+            desc = desc[: BRIEF_DESCRIPTION - 1] + "…"
+        return {"task_id": self.id, "title": self.title, "description": desc, "status": self.status,
                 "assignee": self.assignee, "labels": list(self.labels), "memory_ids": list(self.memory_ids),
                 "namespace": self.namespace, "created_by": self.created_by, "created_at": self.created_at,
                 "updated_at": self.updated_at, "version": self.version,
@@ -303,9 +308,9 @@ class BoardService:
         configured are shown under ``other`` (move them to a configured column)."""
         ns = self._ns(namespace)
         tasks = self.list_tasks(namespace=ns)
-        cols: list[dict[str, Any]] = [{"status": c, "tasks": [t.item() for t in tasks if t.status == c]}
+        cols: list[dict[str, Any]] = [{"status": c, "tasks": [t.item(brief=True) for t in tasks if t.status == c]}
                                       for c in self.columns]
-        other = [t.item() for t in tasks if t.status not in self.columns]
+        other = [t.item(brief=True) for t in tasks if t.status not in self.columns]
         return {"namespace": ns, "columns": cols, "other": other, "total": len(tasks),
                 "jobs": sorted(self.jobs)}
 

@@ -108,5 +108,6 @@ def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
         status: Annotated[str, Field(description="A column, e.g. todo or doing.")],
         namespace: Namespace = None,
     ) -> CallToolResult:
-        """The cards in one column, by number. Returns a list of task objects."""
-        return _json_result([t.item() for t in run("list_tasks", status=status, namespace=namespace)])
+        """The cards in one column, by number (long descriptions clipped: get_task has them in full). Returns
+        a list of task objects."""
+        return _json_result([t.item(brief=True) for t in run("list_tasks", status=status, namespace=namespace)])
