@@ -237,9 +237,9 @@ def test_rest_board(api: httpx.Client, ns: str) -> None:
     assert httpx.get(api.base_url.join("/api/board")).status_code == 401  # the same token guards the board
 
 
-def _cli(server: ServerProc, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(server: ServerProc, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = _env(server.home.parent)
-    env["MEMCLI_HOME"] = str(server.home)
+    env.update(MEMCLI_HOME=str(server.home), **extra_env)
     return subprocess.run([MEMCLI, "board", *args], env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -252,8 +252,11 @@ def test_cli_round_trip(server: ServerProc, api: httpx.Client, ns: str) -> None:
     assert json.loads(r.stdout)["to"] == "todo"
     r = _cli(server, "move", tid, "review", "-n", ns, "--json")  # skipping doing: refused, exit 1, JSON error
     assert r.returncode == 1 and json.loads(r.stdout)["code"] == "invalid_transition"
-    r = _cli(server, "show", tid, "-n", ns, "--json")
+    r = _cli(server, "show", tid.lower(), "-n", ns, "--json")  # a read: answered by the warm server
     shown = json.loads(r.stdout)
+    # the server refuses a wrong token: the CLI opens the store itself, and says the same
+    local = _cli(server, "show", tid, "-n", ns, "--json", MEMCLI_TOKEN="not-the-token")
+    assert local.returncode == 0 and json.loads(local.stdout) == shown
     assert shown["status"] == "todo" and shown["version"] == 2 and shown["labels"] == ["cli"]
     assert any(m["content"].startswith(f'codex moved {tid} "CLI card" backlog → todo: picked up')
                for m in shown["memories"])

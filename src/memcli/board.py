@@ -398,8 +398,7 @@ class BoardService:
     # ------------------------------------------------------------------ jobs
     def list_jobs(self) -> list[dict[str, Any]]:
         """The jobs the user configured (what trigger_job accepts)."""
-        return [{"name": j.name, "command": j.command, "cwd": j.cwd, "timeout": j.timeout}
-                for j in sorted(self.jobs.values(), key=lambda j: j.name)]
+        return configured_jobs(self.jobs)
 
     def trigger_job(self, ref: str, job: str, *, namespace: str | None = None, agent: str | None = None) -> JobRun:
         """Start the job the user configured under ``[jobs.<job>]`` for a card, in the background; its output
@@ -441,6 +440,12 @@ class BoardService:
                                                "error": f"could not start the job supervisor: {exc}"})
             raise ConflictError(f"could not start job {job}: {exc}") from exc
         return run
+
+
+def configured_jobs(jobs: "dict[str, JobConfig]") -> list[dict[str, Any]]:
+    """Configured jobs as JSON, by name."""
+    return [{"name": j.name, "command": j.command, "cwd": j.cwd, "timeout": j.timeout}
+            for j in sorted(jobs.values(), key=lambda j: j.name)]
 
 
 def _job_env(task: Task, job: str, run_id: str) -> dict[str, str]:
