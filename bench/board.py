@@ -8,6 +8,7 @@ Prints medians (and p95) of:
   whether every id is unique and none is missing;
 - R rounds of two clients moving one card from the same version at once: how many rounds had exactly one
   winner;
+- `memcli board show` as a whole process: through the warm server, and with the store opened by the process;
 - trigger_job of a job that exits at once → the card shows `succeeded` (the supervisor's start + store write).
 
 Usage: python bench/board.py [--cards 200] [--creators 4] [--per-creator 25] [--races 20] [--jobs 5]
@@ -155,6 +156,16 @@ def main() -> None:
                 t.join()
             exactly_one += sorted(codes) == [200, 412]
         print(f"racing moves from one version: exactly one winner in {exactly_one}/{args.races} rounds")
+
+        for label, extra, n in (("`memcli board show` via the server", {}, 5),
+                                ("`memcli board show`, store opened", {"MEMCLI_TOKEN": "wrong"}, 3)):
+            xs = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                subprocess.run([MEMCLI, "board", "show", ids[0], "--json"], env={**env, **extra},
+                               capture_output=True, check=True)
+                xs.append(time.perf_counter() - t0)
+            line(label, xs)
 
         lat = []
         for _ in range(args.jobs):
