@@ -29,7 +29,7 @@ command = "sh -c 'echo about to fail; exit 3'"
 
 [jobs.hang]
 command = ["sh", "-c", "sleep 60 & echo $! > child.pid; wait"]
-timeout = 1
+timeout = 2
 
 [jobs.literal]
 command = "echo $HOME; touch pwned"
@@ -199,7 +199,7 @@ def test_jobs_succeed_fail_and_time_out(board: BoardService, home: Path) -> None
     assert (fail["status"], fail["exit_code"]) == ("failed", 3) and "about to fail" in Path(fail["log_path"]).read_text()
 
     assert hang["status"] == "timed-out" and "timeout" in hang["error"]
-    assert "killed after its 1 s timeout" in Path(hang["log_path"]).read_text()
+    assert "killed after its 2 s timeout" in Path(hang["log_path"]).read_text()
     child = int((home / "child.pid").read_text())  # the job's own child was in its process group: killed too
     deadline = time.monotonic() + 5
     while _alive(child) and time.monotonic() < deadline:

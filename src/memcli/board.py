@@ -88,7 +88,7 @@ class JobRun:
         run = cls(run_id=r["run_id"], task_id=r["task_id"], job=r["job"], status=r["status"],
                   exit_code=r.get("exit_code"), log_path=r.get("log_path") or "", started_at=int(r["started_at"]),
                   ended_at=r.get("ended_at"), error=r.get("error"), actor=r.get("actor"))
-        if run.status == "running" and now_ms() - run.started_at > 2_000:
+        if run.status == "running":
             from memcli.jobs import supervisor_alive
 
             # its supervisor was killed (or the machine restarted) before it could record a result
@@ -404,7 +404,7 @@ class BoardService:
         """Start the job the user configured under ``[jobs.<job>]`` for a card, in the background; its output
         goes to ``<home>/jobs/<task>-<job>-<ms>.log`` and its status to the card. Only a configured name is
         accepted: the command is the config file's, never the caller's."""
-        from memcli.jobs import spawn_supervisor
+        from memcli.jobs import open_locked_log, spawn_supervisor
 
         if not isinstance(job, str) or job not in self.jobs:
             names = ", ".join(sorted(self.jobs)) or "none (add a [jobs.NAME] table with a command to config.toml)"
@@ -429,16 +429,18 @@ class BoardService:
             log_path, n = log_dir / f"{task.id}-{job}-{started}-{n}.log", n + 1
         run = JobRun(run_id=new_id(), task_id=task.id, job=job, status="running", exit_code=None,
                      log_path=str(log_path), started_at=started, actor=self._actor(agent))
-        self.store.add_run({**run.item(), "namespace": task.namespace, "command": command_text(spec.command)})
-        env = _job_env(task, job, run.run_id)
-        try:
-            spawn_supervisor({"data_uri": self.data_uri, "run_id": run.run_id, "task_id": task.id, "job": job,
-                              "argv": spec.command, "cwd": str(cwd), "timeout": spec.timeout,
-                              "log_path": str(log_path)}, env)
-        except OSError as exc:
-            self.store.finish_run(run.run_id, {"status": "failed", "ended_at": now_ms(),
-                                               "error": f"could not start the job supervisor: {exc}"})
-            raise ConflictError(f"could not start job {job}: {exc}") from exc
+        # The log is locked before the run is visible: from then on "running" and "its supervisor is
+        # alive" mean the same thing (supervisor_alive), with no window in between.
+        with open_locked_log(log_path) as log:
+            self.store.add_run({**run.item(), "namespace": task.namespace, "command": command_text(spec.command)})
+            try:
+                spawn_supervisor({"data_uri": self.data_uri, "run_id": run.run_id, "task_id": task.id,
+                                  "job": job, "argv": spec.command, "cwd": str(cwd), "timeout": spec.timeout,
+                                  "log_path": str(log_path)}, _job_env(task, job, run.run_id), log)
+            except OSError as exc:
+                self.store.finish_run(run.run_id, {"status": "failed", "ended_at": now_ms(),
+                                                   "error": f"could not start the job supervisor: {exc}"})
+                raise ConflictError(f"could not start job {job}: {exc}") from exc
         return run
 
 

@@ -25,16 +25,21 @@ KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL of a job's process group
 FINAL = ("succeeded", "failed", "timed-out")
 
 
-def spawn_supervisor(spec: dict[str, Any], env: dict[str, str]) -> int:
-    """Start the supervisor of one run (detached); returns its pid. ``spec``: data_uri, run_id, argv, cwd,
-    timeout, log_path. ``env``: the job's environment."""
-    log_path = Path(spec["log_path"])
-    with open(log_path, "ab") as log:  # the supervisor's own errors land in the run's log too
-        # A lock on the log's open file, which the supervisor inherits as its stdout/stderr: held exactly as
-        # long as the supervisor lives (see supervisor_alive), whatever kills it.
-        fcntl.flock(log.fileno(), fcntl.LOCK_EX)
-        proc = subprocess.Popen([sys.executable, "-m", "memcli.jobs", json.dumps(spec)], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
+def open_locked_log(log_path: Path) -> IO[bytes]:
+    """A run's log, opened for appending and locked (flock). The lock belongs to the open file, which the
+    supervisor inherits as its stdout/stderr: it is held exactly as long as the supervisor lives, whatever
+    kills it (see :func:`supervisor_alive`)."""
+    log = open(log_path, "ab")
+    fcntl.flock(log.fileno(), fcntl.LOCK_EX)
+    return log
+
+
+def spawn_supervisor(spec: dict[str, Any], env: dict[str, str], log: IO[bytes]) -> int:
+    """Start the supervisor of one run (detached, its own session); returns its pid. ``spec``: data_uri,
+    run_id, argv, cwd, timeout, log_path; ``env``: the job's environment; ``log``: the run's locked log
+    (:func:`open_locked_log`), which becomes the supervisor's stdout/stderr (its own errors land there)."""
+    proc = subprocess.Popen([sys.executable, "-m", "memcli.jobs", json.dumps(spec)], stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
     # reap it when it ends, or a long-running server collects zombies
     threading.Thread(target=proc.wait, name=f"memcli-job-{spec['run_id'][-8:]}", daemon=True).start()
     return proc.pid
