@@ -180,6 +180,9 @@ def test_moves_are_remembered_and_linked_memories_shown(board: BoardService) -> 
     assert ids[0] == note and res.memory_id in ids and len(ids) == 4  # the link, then 3 move records
     with pytest.raises(NotFoundError):
         board.create_task("bad link", memory_ids=["ffffffffffff"])
+    other = mem.remember("a secret of another namespace", namespace="team-b").memory_id
+    with pytest.raises(NotFoundError, match="in namespace 'default'"):  # a card only links its own namespace's
+        board.update(t.id, add_memory_ids=[other])
 
 
 def test_jobs_succeed_fail_and_time_out(board: BoardService, home: Path) -> None:

@@ -201,14 +201,21 @@ class BoardService:
                         raise
         return None
 
-    def _memory_links(self, refs: Sequence[str] | None) -> list[str]:
+    def _memory_links(self, refs: Sequence[str] | None, namespace: str) -> list[str]:
+        """Memory ids (or unique parts) → full ids of memories of the card's namespace: a card never links
+        (and get_task never shows) a memory of another namespace."""
         if refs is None:
             return []
         if isinstance(refs, str) or not isinstance(refs, (list, tuple)):
             raise ValidationError("memory_ids must be a list of memory ids")
         if len(refs) > MAX_LINKS:
             raise ValidationError(f"at most {MAX_LINKS} linked memories per task")
-        return list(dict.fromkeys(self.memory.store.resolve_id(r) for r in refs))
+        ids = list(dict.fromkeys(self.memory.store.resolve_id(r) for r in refs))
+        found = {m.id: m.namespace for m in self.memory.store.get_many(ids)}
+        foreign = [r for r, mid in zip(refs, ids) if found.get(mid) != namespace]
+        if foreign:
+            raise NotFoundError(f"no memory {foreign[0]} in namespace {namespace!r}")
+        return ids
 
     def _load(self, ref: str, namespace: str | None) -> Task:
         ns = self._ns(namespace)
@@ -252,7 +259,7 @@ class BoardService:
                     status=self._status(status) if status is not None else self.columns[0],
                     description=_text(description, "description", MAX_DESCRIPTION, required=False),
                     assignee=_agent_name(assignee) if assignee else None, labels=validate_tags(labels),
-                    memory_ids=self._memory_links(memory_ids), created_by=self._actor(agent),
+                    memory_ids=self._memory_links(memory_ids, ns), created_by=self._actor(agent),
                     created_at=now, updated_at=now, version=1)
         num = self.store.max_num(ns) + 1
         for _ in range(ALLOC_TRIES):
@@ -270,7 +277,8 @@ class BoardService:
         """A card with the memories linked to it (explicit links, then memories tagged with its id, newest
         first) and its job runs (oldest first)."""
         task = self._load(ref, namespace)
-        linked: list[Memory] = self.memory.store.get_many(task.memory_ids) if task.memory_ids else []
+        linked: list[Memory] = [m for m in self.memory.store.get_many(task.memory_ids)
+                                if m.namespace == task.namespace] if task.memory_ids else []
         order = {mid: i for i, mid in enumerate(task.memory_ids)}
         linked.sort(key=lambda m: order.get(m.id, 0))
         seen = {m.id for m in linked}
@@ -383,9 +391,10 @@ class BoardService:
         if labels is not None:
             task.labels, changed = validate_tags(labels), True
         if memory_ids is not None:
-            task.memory_ids, changed = self._memory_links(memory_ids), True
+            task.memory_ids, changed = self._memory_links(memory_ids, task.namespace), True
         if add_memory_ids:
-            task.memory_ids = list(dict.fromkeys([*task.memory_ids, *self._memory_links(add_memory_ids)]))
+            task.memory_ids = list(dict.fromkeys([*task.memory_ids,
+                                                  *self._memory_links(add_memory_ids, task.namespace)]))
             changed = True
         if not changed:
             raise ValidationError("nothing to change: give a title, description, assignee, labels or memory ids")
