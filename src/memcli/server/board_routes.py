@@ -41,9 +41,9 @@ def board_routes(holder: "ServiceHolder") -> list[BaseRoute]:
         return await run_in_threadpool(go)
 
     async def body(request: Request, allowed: set[str], what: str, *, optional: bool = False) -> dict[str, Any]:
-        if optional and not request.headers.get("content-length", "").strip("0") and \
-                "chunked" not in request.headers.get("transfer-encoding", ""):
-            return {}
+        length = request.headers.get("content-length", "").strip()
+        if optional and length in ("", "0") and "chunked" not in request.headers.get("transfer-encoding", ""):
+            return {}  # no body at all: nothing to parse
         d = _object(await read_json(request, MAX_BODY), allowed, what)
         ns = request.query_params.get("namespace")
         return {**d, "namespace": d.get("namespace", ns)} if ns is not None or "namespace" in d else d
