@@ -264,6 +264,11 @@ def test_cli_round_trip(server: ServerProc, api: httpx.Client, ns: str) -> None:
     assert [t["task_id"] for t in json.loads(r.stdout)] == [tid]
     r = _cli(server, "--json", "-n", ns)  # the board itself
     assert json.loads(r.stdout)["columns"][1]["tasks"][0]["task_id"] == tid
+    human = _cli(server, "-n", ns, MEMCLI_JSON="0", COLUMNS="120")  # the rich columns view
+    assert human.returncode == 0 and "todo (1)" in human.stdout and "backlog (0)" in human.stdout
+    assert tid in human.stdout and "@codex" in human.stdout
+    human = _cli(server, "show", tid, "-n", ns, MEMCLI_JSON="0", COLUMNS="160")
+    assert human.returncode == 0 and "picked up" in human.stdout and "memories of" in human.stdout
     # the server sees what the CLI wrote: one store
     assert api.get(f"/api/board/tasks/{tid}", params={"namespace": ns}).json()["version"] == 2
     r = _cli(server, "run", "broken", "--task", tid, "--wait", "-n", ns, "--json")  # waits, exit 1: it failed
