@@ -242,6 +242,23 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+def _supervisor_with_job(run_id: str, timeout: float = 20) -> tuple[int, list[int]]:
+    """The pid of the supervisor of a run (its command line names the run) once its job has started, and
+    the job's pids."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for p in Path("/proc").iterdir():
+            try:
+                if p.name.isdigit() and run_id in (p / "cmdline").read_text(errors="replace"):
+                    kids = _children(int(p.name))
+                    if kids:
+                        return int(p.name), kids
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no supervisor with a running job for run {run_id}")
+
+
 def test_a_run_whose_supervisor_died_is_reported_failed(board: BoardService) -> None:
     """A supervisor killed with SIGKILL (or a reboot) can record nothing: the card must not say "running"
     for ever, nor refuse to run the job again."""
@@ -249,24 +266,11 @@ def test_a_run_whose_supervisor_died_is_reported_failed(board: BoardService) -> 
 
     t = board.create_task("Lost run")
     run = board.trigger_job(t.id, "long")
-    deadline = time.monotonic() + 20
-    sup = None
-    while sup is None and time.monotonic() < deadline:
-        for p in Path("/proc").iterdir():
-            if p.name.isdigit():
-                try:
-                    if run.run_id in (p / "cmdline").read_text():
-                        sup = int(p.name)
-                except OSError:
-                    continue
-        time.sleep(0.05)
-    assert sup is not None
-    while not _children(sup) and time.monotonic() < deadline:  # the job has started
-        time.sleep(0.05)
-    jobs = _children(sup)
+    sup, jobs = _supervisor_with_job(run.run_id)
     os.kill(sup, signal.SIGKILL)
     for pid in jobs:  # the orphaned job itself is not the board's to clean up any more; the test's
         os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         got = board.get_task(t.id).job
         if got is not None and got.status != "running":
@@ -275,14 +279,11 @@ def test_a_run_whose_supervisor_died_is_reported_failed(board: BoardService) -> 
     assert got is not None and got.status == "failed" and "supervisor stopped" in (got.error or "")
     again = board.trigger_job(t.id, "long")  # not "already running"
     assert again.status == "running"
-    for p in [p for p in Path("/proc").iterdir() if p.name.isdigit()]:
-        try:
-            if again.run_id in (p / "cmdline").read_text():
-                os.kill(int(p.name), signal.SIGTERM)  # a supervisor told to stop stops its job, and records it
-        except OSError:
-            continue
+    sup, jobs = _supervisor_with_job(again.run_id)
+    os.kill(sup, signal.SIGTERM)  # a supervisor told to stop stops its job, and records it
     stopped = _wait_run(board, t.id, again.run_id)
-    assert stopped["status"] == "failed"
+    assert stopped["status"] == "failed" and stopped["error"] == "stopped before it finished"
+    assert not any(_alive(pid) for pid in jobs)
 
 
 def test_a_move_whose_memory_cannot_be_written_still_reports_the_move(board: BoardService,
