@@ -178,6 +178,9 @@ def test_mcp_board_tools_and_jobs(server: ServerProc, ns: str) -> None:
                 await anyio.sleep(0.2)
             assert (runs["check"]["status"], runs["check"]["exit_code"]) == ("succeeded", 0)
             assert f"checking {tid}" in Path(runs["check"]["log_path"]).read_text()
+            latest = detail["jobs"][-1]  # its log's end comes with the card: the agent may be elsewhere
+            assert latest["log_tail"] and latest["log_tail"] in Path(latest["log_path"]).read_text()
+            assert "[memcli] exit code" in latest["log_tail"]
             assert (runs["broken"]["status"], runs["broken"]["exit_code"]) == ("failed", 7)
             assert detail["job"]["run_id"] in {r["run_id"] for r in detail["jobs"]}
             assert detail["version"] == 2  # job runs do not bump the card

@@ -31,6 +31,7 @@ log = logging.getLogger("memcli.board")
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 32_000
+LOG_TAIL = 2_000  # characters of the latest run's log that get_task shows
 BRIEF_DESCRIPTION = 280  # characters of a description shown on the board and in lists (get_task: all of it)
 MAX_LINKS = 100
 MAX_REASON = 2_000
@@ -285,9 +286,23 @@ class BoardService:
         tagged = [m for m in self.memory.list(namespace=task.namespace, tags=[task.id], limit=limit)
                   if m.id not in seen]
         runs = [JobRun.from_row(r).item() for r in self.store.run_rows(task.namespace, task.id)]
+        if runs:  # an agent on another machine cannot open the log: the end of the latest one comes along
+            runs[-1]["log_tail"] = self._log_tail(runs[-1]["log_path"])
         missing = [mid for mid in task.memory_ids if mid not in seen]
         return {**task.item(), "memories": [m.item() for m in [*linked, *tagged]], "missing_memory_ids": missing,
                 "jobs": runs}
+
+    def _log_tail(self, log_path: str) -> str | None:
+        """The last LOG_TAIL characters of a run's log (only a file of this home's jobs directory)."""
+        path = Path(log_path)
+        if path.parent != self.home / "jobs":
+            return None
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(max(0, path.stat().st_size - LOG_TAIL * 4))
+                return fh.read().decode("utf-8", errors="replace")[-LOG_TAIL:]
+        except OSError:
+            return None
 
     def list_tasks(self, *, status: str | None = None, assignee: str | None = None, label: str | None = None,
                    namespace: str | None = None) -> list[Task]:
