@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from typing import TYPE_CHECKING, Any, List, Optional
 from urllib.parse import quote
@@ -9,7 +10,7 @@ from urllib.parse import quote
 import typer
 
 from memcli.cli.context import State, use_json, with_namespace
-from memcli.cli.output import emit, out, plain
+from memcli.cli.output import emit, esc, out, plain
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -114,8 +115,10 @@ def _task_detail(d: dict[str, Any]) -> None:
     for run in d.get("jobs", []):
         style = STATUS_STYLE.get(run["status"], "")
         code = "" if run["exit_code"] is None else f" (exit {run['exit_code']})"
-        out.print(f"⚙ {plain(run['job'])} [{style}]{run['status']}[/]{code} · {fmt_time(run['started_at'])} · "
-                  f"log {plain(run['log_path'])}")
+        out.print(f"⚙ {esc(run['job'])} [{style}]{run['status']}[/]{code} · {fmt_time(run['started_at'])} · "
+                  f"log {esc(run['log_path'])}")
+        if run.get("log_tail"):
+            out.print(plain("\n".join(run["log_tail"].rstrip().splitlines()[-10:])), style="dim")
     memories_table(d.get("memories", []), title=f"memories of {d['task_id']}")
 
 
@@ -283,8 +286,8 @@ def register(app: typer.Typer) -> None:
             time.sleep(0.25)
             r = next(x for x in b.task_detail(task_id)["jobs"] if x["run_id"] == r["run_id"])
         emit({"ok": r["status"] in ("running", "succeeded"), "run": r}, st.json, lambda d: out.print(
-            f"⚙ {d['run']['job']} for {d['run']['task_id']}: [{STATUS_STYLE.get(d['run']['status'], '')}]"
-            f"{d['run']['status']}[/] · log {plain(d['run']['log_path'])}"))
+            f"⚙ {esc(d['run']['job'])} for {d['run']['task_id']}: [{STATUS_STYLE.get(d['run']['status'], '')}]"
+            f"{d['run']['status']}[/] · log {esc(d['run']['log_path'])}"))
         if wait and r["status"] != "succeeded":
             raise typer.Exit(1)
 
@@ -298,5 +301,5 @@ def register(app: typer.Typer) -> None:
 
         st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))
         emit(configured_jobs(st.config().jobs), st.json, lambda items: out.print(
-            "\n".join(f"{j['name']}: {' '.join(j['command'])} (cwd {j['cwd'] or 'the home'}, timeout {j['timeout']:g} s)"
-                      for j in items) or "[dim]No jobs configured: add [jobs.NAME] with a command to config.toml[/dim]"))
+            "\n".join(f"{esc(j['name'])}: {esc(shlex.join(j['command']))} (cwd {esc(j['cwd'] or 'the home')}, "
+                      f"timeout {j['timeout']:g} s)" for j in items) or "[dim]No jobs configured: add [jobs.NAME] with a command to config.toml[/dim]"))
