@@ -22,7 +22,8 @@ from _memcli_server import start_server
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"remember", "recall", "list_facts", "check_duplicate", "forget", "update", "get"}
+TOOLS = {"remember", "recall", "list_facts", "check_duplicate", "forget", "update", "get",
+         "get_board", "get_task", "create_task", "move_card", "trigger_job", "list_tasks_by_status"}
 
 
 @asynccontextmanager

@@ -7,6 +7,8 @@ Only entry points (the CLI, the hook launcher, the servers) call :func:`load_con
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -69,6 +71,29 @@ class ServerConfig:
     token: str | None = None
 
 
+DEFAULT_COLUMNS = ("backlog", "todo", "doing", "review", "done")
+_COLUMN_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+MAX_JOB_TIMEOUT = 86_400.0
+
+
+@dataclass
+class BoardConfig:
+    """The task board (``[board]``): its columns, in order (the first is where new cards go)."""
+
+    columns: list[str] = field(default_factory=lambda: list(DEFAULT_COLUMNS))
+
+
+@dataclass
+class JobConfig:
+    """One job the user allows the board to run (``[jobs.NAME]``). ``command`` is an argv list, or a string
+    split like a shell would split words (shlex) but never run through a shell: no pipes, no ``$VARS``."""
+
+    name: str
+    command: list[str]
+    cwd: str | None = None
+    timeout: float = 600.0  # seconds; past it the job's process group is killed and the run is marked failed
+
+
 @dataclass
 class DistillConfig:
     """`memcli distill` (memcli.distill): merge threshold, promotion, optional LLM condensation (it uses the
@@ -94,6 +119,8 @@ class Config:
     distill: DistillConfig = field(default_factory=DistillConfig)
     duplicate_threshold: float = 0.90
     auto_compact_fragments: int = 32
+    board: BoardConfig = field(default_factory=BoardConfig)
+    jobs: dict[str, JobConfig] = field(default_factory=dict)
 
     @property
     def data_uri(self) -> str:
@@ -171,6 +198,8 @@ def load_config(
                 if not isinstance(sub, dict):
                     raise ConfigError(f"{path}: [{section}] must be a table")
                 _apply(getattr(cfg, section), sub, str(path))
+        cfg.board = _board_config(data.pop("board", None), str(path))
+        cfg.jobs = _jobs_config(data.pop("jobs", None), str(path))
         _apply(cfg, data, str(path))
     for var, (name, section) in _ENV_MAP.items():
         if env.get(var):
@@ -190,6 +219,56 @@ def load_config(
     if cfg.embedder.provider not in ("local", "openai", "jina", "hash"):
         raise ConfigError(f"unknown embedder {cfg.embedder.provider!r}: use local, openai or jina")
     return cfg
+
+
+def _board_config(raw: Any, origin: str) -> BoardConfig:
+    """``[board] columns = [...]``: 2..12 distinct lowercase names, in board order."""
+    if raw is None:
+        return BoardConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: [board] must be a table")
+    unknown = sorted(set(raw) - {"columns"})
+    if unknown:
+        raise ConfigError(f"{origin}: unknown setting(s) in [board]: {', '.join(unknown)}")
+    cols = raw.get("columns", list(DEFAULT_COLUMNS))
+    if (not isinstance(cols, list) or not 2 <= len(cols) <= 12
+            or not all(isinstance(c, str) and _COLUMN_RE.match(c) for c in cols) or len(set(cols)) != len(cols)):
+        raise ConfigError(f"{origin}: [board] columns must be a list of 2..12 distinct lowercase names "
+                          f"(letters, digits, _ -), e.g. {list(DEFAULT_COLUMNS)}")
+    return BoardConfig(columns=list(cols))
+
+
+def _jobs_config(raw: Any, origin: str) -> dict[str, JobConfig]:
+    """``[jobs.NAME]`` tables: command (argv list or string), optional cwd and timeout (seconds)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: [jobs] must hold [jobs.NAME] tables")
+    jobs: dict[str, JobConfig] = {}
+    for name, spec in raw.items():
+        where = f"{origin}: [jobs.{name}]"
+        if not _COLUMN_RE.match(name):
+            raise ConfigError(f"{where}: a job name is lowercase letters, digits, _ and - (max 32)")
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where} must be a table with a command")
+        unknown = sorted(set(spec) - {"command", "cwd", "timeout"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; allowed: command, cwd, timeout")
+        cmd = spec.get("command")
+        try:
+            argv = shlex.split(cmd) if isinstance(cmd, str) else cmd
+        except ValueError as exc:
+            raise ConfigError(f"{where}: command cannot be split into words: {exc}") from None
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+            raise ConfigError(f"{where}: command must be a non-empty list of strings or a string")
+        cwd = spec.get("cwd")
+        if cwd is not None and (not isinstance(cwd, str) or not cwd):
+            raise ConfigError(f"{where}: cwd must be a directory path")
+        timeout = spec.get("timeout", 600)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_JOB_TIMEOUT:
+            raise ConfigError(f"{where}: timeout must be a number of seconds, 0 < timeout <= {MAX_JOB_TIMEOUT:.0f}")
+        jobs[name] = JobConfig(name=name, command=list(argv), cwd=cwd, timeout=float(timeout))
+    return jobs
 
 
 def _toml_value(v: Any) -> str:

@@ -68,3 +68,16 @@ class ConfigError(MemcliError):
     """The configuration file or an environment variable is invalid."""
 
     code = "config_error"
+
+
+class ConflictError(MemcliError):
+    """The current state forbids the change (a board transition that is not allowed, a job already running)."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class TransitionError(ConflictError):
+    """A board card cannot move from its column to the one asked for."""
+
+    code = "invalid_transition"

@@ -116,6 +116,10 @@ class RemoteService:
             raise Unavailable("the server belongs to another memcli home")
         return d
 
+    def get_json(self, path: str, query: Sequence[tuple[str, Any]] = ()) -> Any:
+        """Another GET of the server's API (the task board's reads) as JSON; errors as for the read API."""
+        return self._request("GET", path, query)
+
     # ------------------------------------------------------------------ the read API
     def recall(self, query: str, *, top_k: int = 5, namespace: str | None = None, scope: str | None = None,
                agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,

@@ -20,7 +20,7 @@ COMMANDS = {
     "remember": "remember", "recall": "recall", "list": "list_cmd", "get": "get", "update": "update",
     "forget": "forget", "check-duplicate": "check_duplicate", "export": "export", "import": "import_cmd",
     "history": "history", "stats": "stats", "doctor": "doctor", "reindex": "reindex", "compact": "compact", "distill": "distill",
-    "serve": "serve", "mcp": "mcp_cmd", "hook": "hook", "setup": "setup", "ui": "ui",
+    "serve": "serve", "mcp": "mcp_cmd", "hook": "hook", "setup": "setup", "ui": "ui", "board": "board",
 }
 COMMAND_MODULES = list(COMMANDS.values())
 

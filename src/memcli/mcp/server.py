@@ -174,6 +174,9 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         ids = run("forget", memory_id, source="mcp")
         return _json_result({"ok": True, "memory_id": ids[0]})
 
+    from memcli.mcp.board_tools import register_board_tools
+
+    register_board_tools(mcp, holder)
     _forbid_unknown_arguments(mcp)
     return mcp
 

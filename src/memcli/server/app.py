@@ -415,6 +415,9 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     from memcli.server.distill_routes import distill_routes
 
     routes += distill_routes(call, config)
+    from memcli.server.board_routes import board_routes
+
+    routes += board_routes(holder)
     routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
 
     # ------------------------------------------------------------------ errors
