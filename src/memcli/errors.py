@@ -68,3 +68,17 @@ class ConfigError(MemcliError):
     """The configuration file or an environment variable is invalid."""
 
     code = "config_error"
+
+
+class ForbiddenError(MemcliError):
+    """The caller may not do this (a space token on an admin route or operation)."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class UnreachableError(MemcliError):
+    """The configured memcli server (MEMCLI_API_URL) could not be reached or refused us."""
+
+    code = "unreachable"
+    http_status = 502
