@@ -68,7 +68,9 @@ class ServiceHolder:
 
         def run() -> None:
             try:
-                self.base().embedder.embed_query("warm up")
+                embedder = getattr(self.base(), "embedder", None)  # a team client (RemoteService) has none
+                if embedder is not None:
+                    embedder.embed_query("warm up")
             except Exception as exc:  # noqa: BLE001 - reported again on the first real call
                 log.warning("could not open the memory store yet: %s", exc)
 
