@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from memcli.config import Config
 
 log = logging.getLogger("memcli.server")
+MIN_NETWORK_TOKEN = 16  # characters of an admin token that a non-loopback bind accepts
 GRACEFUL_SECONDS = 5.0  # open MCP streams are cut after this; writes in flight always finish (ServiceHolder)
 
 
@@ -60,6 +61,12 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
     idle = config.server.idle_timeout if idle_timeout is None else idle_timeout
     secure_home(config.home)
     auth = load_or_create_auth(config.home)
+    token = config.server.token or auth.token
+    if host not in LOOPBACK_HOSTS and len(token or "") < MIN_NETWORK_TOKEN:
+        # beyond this machine the admin token is all that stands between the network and every memory
+        log.error("refusing to listen on %s: the admin token (MEMCLI_TOKEN / [server] token) is empty or shorter "
+                  "than %d characters; unset it to use the home's generated one", host, MIN_NETWORK_TOKEN)
+        return 2
     if host not in LOOPBACK_HOSTS:
         # The token is always required; beyond this machine it also travels the network in clear text.
         where = "MEMCLI_TOKEN / [server] token" if config.server.token else f"{auth_path(config.home)}"
