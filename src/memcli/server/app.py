@@ -309,6 +309,9 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     team = TeamGate(holder, config)
     holder.scoper = team.scope  # a space token's calls go to its space only
     mcp = McpEndpoint(holder)
+    from memcli.server.batcher import WriteBatcher
+
+    batcher = WriteBatcher(holder)
 
     async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(holder.call, method, *args, **kwargs)
@@ -335,7 +338,8 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
 
     async def create_memory(request: Request) -> Response:
         item = _new_memory(await read_json(request, MAX_BODY))
-        res = (await call("remember_many", [item], source="api"))[0]
+        # concurrent remembers of one caller share a commit (memcli.server.batcher)
+        res = await batcher.remember(item, request.scope.get("state", {}).get("memcli_caller") or "admin")
         return JSONResponse(res.item(), status_code=201 if res.created else 200)
 
     async def create_batch(request: Request) -> Response:
