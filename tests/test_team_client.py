@@ -253,3 +253,47 @@ def test_setup_server_token_points_every_face_of_the_home_at_the_server(remote: 
                           "--no-cli"], env=dict(env, MEMCLI_HOME=str(remote.tmp / "setup-bad")),
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "refused the token" in bad.stdout
+
+
+def test_an_https_team_server_works_for_the_cli_and_the_hooks(tmp_path: Path) -> None:
+    """`memcli serve --ssl-certfile/--ssl-keyfile`, and clients that trust its certificate (SSL_CERT_FILE)."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    env = dict(_base_env(tmp_path), MEMCLI_HOME=str(tmp_path / "tls-server"))
+    port = free_port()
+    log = open(tmp_path / "tls-serve.log", "wb")
+    proc = subprocess.Popen([MEMCLI, "serve", "--port", str(port), "--ssl-certfile", str(cert), "--ssl-keyfile",
+                             str(key)], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"https://localhost:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "tls-serve.log").read_text()
+            try:
+                admin_token = json.loads((tmp_path / "tls-server" / "auth.json").read_text())["token"]
+                r = httpx.post(url + "/api/spaces", json={"name": "tls", "agent": "a"}, verify=str(cert), timeout=5,
+                               headers={"Authorization": f"Bearer {admin_token}"})
+                if r.status_code == 201:
+                    break
+            except (httpx.HTTPError, OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.1)
+        client = dict(_base_env(tmp_path), MEMCLI_HOME=str(tmp_path / "tls-client"), MEMCLI_API_URL=url,
+                      MEMCLI_API_TOKEN=r.json()["api_token"], SSL_CERT_FILE=str(cert))
+        mid = cli(client, "remember", "over TLS: the build cache lives in s3://ci-cache")["memory_id"]
+        assert cli(client, "get", mid)["namespace"] == "tls"
+        p = _hook("UserPromptSubmit", {"session_id": "t", "prompt": "where does the build cache live? s3 ci-cache",
+                                       "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit"}, client)
+        assert p.returncode == 0 and "ci-cache" in json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+        untrusted = cli({k: v for k, v in client.items() if k != "SSL_CERT_FILE"}, "list", ok=False)
+        assert untrusted.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in json.loads(untrusted.stdout)["error"]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()

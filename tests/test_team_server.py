@@ -276,3 +276,16 @@ def test_a_non_loopback_bind_needs_a_real_admin_token(tmp_path: Path) -> None:
     p = subprocess.run([MEMCLI, "serve", "--host", "0.0.0.0", "--port", str(free_port())], env=env,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "refusing to listen on 0.0.0.0" in p.stderr
+
+
+def test_token_buckets_refill_at_their_rate() -> None:
+    from memcli.server.team import Limiter
+
+    lim = Limiter(rate=10.0, burst=3)
+    assert [lim.wait("1.2.3.4") for _ in range(3)] == [0.0, 0.0, 0.0]
+    wait = lim.wait("1.2.3.4")
+    assert 0.05 < wait <= 0.1  # the next token comes in 1/rate seconds
+    assert lim.wait("5.6.7.8") == 0.0  # another key has its own bucket
+    time.sleep(0.12)
+    assert lim.wait("1.2.3.4") == 0.0
+    assert Limiter(rate=0, burst=1).wait("x") == 0.0  # 0 = off

@@ -58,6 +58,9 @@ class HookRuntime:
         try:
             if not isinstance(payload, dict):
                 raise ValueError("the payload is not a JSON object")
+            caller = self.whoami()
+            if caller and payload.get("session_id"):  # one space's sessions never share state with another's
+                payload = dict(payload, session_id=f"{caller['space']}/{caller['agent']}/{payload['session_id']}")
             if event == "SessionStart":
                 out = self.session_start(payload)
             elif event == "UserPromptSubmit":
