@@ -271,19 +271,23 @@ def test_an_https_team_server_works_for_the_cli_and_the_hooks(tmp_path: Path) ->
     proc = subprocess.Popen([MEMCLI, "serve", "--port", str(port), "--ssl-certfile", str(cert), "--ssl-keyfile",
                              str(key)], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"https://localhost:{port}"
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(cert))
     try:
         deadline = time.monotonic() + 60
         while True:
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "tls-serve.log").read_text()
             try:
-                admin_token = json.loads((tmp_path / "tls-server" / "auth.json").read_text())["token"]
-                r = httpx.post(url + "/api/spaces", json={"name": "tls", "agent": "a"}, verify=str(cert), timeout=5,
-                               headers={"Authorization": f"Bearer {admin_token}"})
-                if r.status_code == 201:
+                admin = {"Authorization": "Bearer " + json.loads((tmp_path / "tls-server" / "auth.json").read_text())[
+                    "token"]}
+                if httpx.get(url + "/health", verify=ctx, timeout=5, headers=admin).json().get("ready"):
                     break
             except (httpx.HTTPError, OSError, ValueError, KeyError):
                 pass
             time.sleep(0.1)
+        r = httpx.post(url + "/api/spaces", json={"name": "tls", "agent": "a"}, verify=ctx, timeout=60, headers=admin)
+        assert r.status_code == 201, r.text
         client = dict(_base_env(tmp_path), MEMCLI_HOME=str(tmp_path / "tls-client"), MEMCLI_API_URL=url,
                       MEMCLI_API_TOKEN=r.json()["api_token"], SSL_CERT_FILE=str(cert))
         mid = cli(client, "remember", "over TLS: the build cache lives in s3://ci-cache")["memory_id"]
