@@ -301,3 +301,24 @@ def test_an_https_team_server_works_for_the_cli_and_the_hooks(tmp_path: Path) ->
         proc.terminate()
         proc.wait(30)
         log.close()
+
+
+def test_space_commands_on_the_local_store_and_through_the_server(remote: Remote) -> None:
+    local = _base_env(remote.tmp)
+    local["MEMCLI_HOME"] = str(remote.tmp / "admin-local")
+    made = cli(local, "space", "create", "ops", "--agent", "ann")
+    assert made["space_id"] == "ops" and made["api_token"].startswith("mnemo_")
+    added = cli(local, "space", "token", "add", "ops", "--agent", "ben")
+    assert [s["space_id"] for s in cli(local, "space", "list")] == ["ops"]
+    assert cli(local, "space", "token", "revoke", "ops", added["token_id"])["active"] is False
+    tokens = {t["agent"]: t["active"] for t in cli(local, "space", "token", "list", "ops")}
+    assert tokens == {"ann": True, "ben": False}
+    dup = cli(local, "space", "create", "ops", "--agent", "x", ok=False)
+    assert dup.returncode == 1 and "exists already" in json.loads(dup.stdout)["error"]
+    # through the server: its admin token manages its spaces, a space token may not
+    admin_token = json.loads((remote.srv.home / "auth.json").read_text())["token"]
+    through = remote.env("admin-remote", MEMCLI_API_TOKEN=admin_token)
+    assert cli(through, "space", "create", "qa", "--agent", "quinn")["space_id"] == "qa"
+    assert "qa" in {s["space_id"] for s in cli(through, "space", "list")}
+    refused = cli(remote.env("admin-remote"), "space", "token", "add", "qa", "--agent", "eve", ok=False)
+    assert refused.returncode == 1 and json.loads(refused.stdout)["code"] == "forbidden"
