@@ -169,14 +169,31 @@ def test_claude_code_hooks_use_the_team_server(remote: Remote, tmp_path: Path) -
     assert not (home / "server.json").exists() and not (home / "spool").exists()
 
 
-def test_hooks_stay_silent_when_the_team_server_is_down(remote: Remote, tmp_path: Path) -> None:
+def test_hooks_stay_silent_when_the_team_server_is_down_and_send_the_turn_later(remote: Remote,
+                                                                              tmp_path: Path) -> None:
     env = remote.env("hook-down-home", MEMCLI_API_URL=f"http://127.0.0.1:{free_port()}")
+    turn = ("While the server was down we found that the nightly backup job skips tables created after "
+            "midnight; the fix is to list tables at job start.")
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
-        p = _hook(event, {"session_id": "s", "prompt": "hello there", "cwd": str(tmp_path),
-                          "hook_event_name": event, "last_assistant_message": "a reply"}, env)
+        p = _hook(event, {"session_id": "s", "prompt": "why are some tables missing from backups?",
+                          "cwd": str(tmp_path), "hook_event_name": event, "last_assistant_message": turn}, env)
         assert (p.returncode, p.stdout, p.stderr) == (0, b"", b""), event
-    assert "did not answer" in (remote.tmp / "hook-down-home" / "logs" / "hooks.log").read_text()
-    assert not (remote.tmp / "hook-down-home" / "server.json").exists()
+    home = remote.tmp / "hook-down-home"
+    assert "did not answer" in (home / "logs" / "hooks.log").read_text()
+    assert not (home / "server.json").exists()
+    assert len(list((home / "spool-team").glob("*.json"))) == 1  # the turn is kept
+    # the server is reachable again: the next Stop sends the queued turn too
+    p = _hook("Stop", {"session_id": "s2", "cwd": str(tmp_path), "hook_event_name": "Stop",
+                       "last_assistant_message": "ok"}, remote.env("hook-down-home"))
+    assert p.returncode == 0 and list((home / "spool-team").glob("*.json")) == []
+    deadline = time.monotonic() + 20
+    found: list[Any] = []
+    with remote.api() as api:
+        while time.monotonic() < deadline and not found:
+            found = [m for m in api.get("/api/memories", params={"limit": 200}).json() if "nightly backup" in
+                     m["content"]]
+            time.sleep(0.2)
+    assert found and found[0]["namespace"] == "crew"
 
 
 def test_memcli_mcp_over_stdio_calls_the_team_server(remote: Remote) -> None:
