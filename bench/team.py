@@ -77,8 +77,8 @@ def main() -> None:
 
     import httpx
 
-    from memcli.remote import Endpoint, RemoteService
     from memcli.errors import MemcliError
+    from memcli.remote import Endpoint, RemoteService
 
     work = Path(tempfile.mkdtemp(prefix="memcli-bench-team-"))
     home = work / "home"
@@ -141,8 +141,7 @@ def main() -> None:
             proc.wait(60)
         except subprocess.TimeoutExpired:
             proc.kill()
-        if not os.environ.get("KEEP"): shutil.rmtree(work, ignore_errors=True)
-        else: print(work)
+        shutil.rmtree(work, ignore_errors=True)
     print(f"\nmemcli team server: {res['clients']} clients × {n} remembers, {args.embedder} embedder, "
           f"{res['cpus']} CPUs")
     for k, v in res.items():

@@ -338,7 +338,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
 
     async def create_memory(request: Request) -> Response:
         item = _new_memory(await read_json(request, MAX_BODY))
-        # concurrent remembers of one caller share a commit (memcli.server.batcher)
+        # concurrent remembers into one namespace share a commit (memcli.server.batcher)
         res = await batcher.remember(item, request.scope.get("state", {}).get("memcli_caller") or "admin")
         return JSONResponse(res.item(), status_code=201 if res.created else 200)
 

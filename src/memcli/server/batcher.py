@@ -39,7 +39,8 @@ class WriteBatcher:
     async def remember(self, item: "NewMemory", caller: Any) -> "RememberResult":
         """``caller``: "admin" or a space token's :class:`~memcli.spaces.Caller`."""
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        group = getattr(caller, "space", caller)
+        # a space's writers share a batch; the admin's are apart (even from a space that is named "admin")
+        group = ("space", caller.space) if hasattr(caller, "space") else ("admin",)
         actor = getattr(caller, "actor", None)
         if actor is not None and item.scope is None and item.agent is None:
             item.scope = actor  # what the caller's own SpaceService would default to
@@ -50,8 +51,8 @@ class WriteBatcher:
             asyncio.get_running_loop().create_task(self._flush(group))
         return await fut
 
-    def _take(self, caller: Any) -> list[tuple["NewMemory", str | None, asyncio.Future[Any]]]:
-        queue = self._queues.get(caller, [])
+    def _take(self, group: Any) -> list[tuple["NewMemory", str | None, asyncio.Future[Any]]]:
+        queue = self._queues.get(group, [])
         batch, rest, keys = [], [], set()
         for entry in queue:
             key = entry[0].key
@@ -62,15 +63,15 @@ class WriteBatcher:
                 if key is not None:
                     keys.add(key)
         if rest:
-            self._queues[caller] = rest
+            self._queues[group] = rest
         else:
-            self._queues.pop(caller, None)
+            self._queues.pop(group, None)
         return batch
 
-    async def _flush(self, caller: Any) -> None:
+    async def _flush(self, group: Any) -> None:
         try:
             while True:
-                batch = self._take(caller)
+                batch = self._take(group)
                 if not batch:
                     return
                 outcomes = await run_in_threadpool(self._write, [it for it, _, _ in batch], [a for _, a, _ in batch])
@@ -82,15 +83,15 @@ class WriteBatcher:
                     else:
                         fut.set_result(outcome)
         except BaseException as exc:  # noqa: BLE001 - never leave a request waiting
-            for _, _, fut in self._queues.pop(caller, []):
+            for _, _, fut in self._queues.pop(group, []):
                 if not fut.done():
                     fut.set_exception(exc)
             raise
         finally:
-            self._running.discard(caller)
-            if self._queues.get(caller):  # arrived after the last take: flush them too
-                self._running.add(caller)
-                asyncio.get_running_loop().create_task(self._flush(caller))
+            self._running.discard(group)
+            if self._queues.get(group):  # arrived after the last take: flush them too
+                self._running.add(group)
+                asyncio.get_running_loop().create_task(self._flush(group))
 
     def _write(self, items: list["NewMemory"], actors: list[str | None]) -> list[Any]:
         """Results (or exceptions) of ``items``, in order: one ``remember_many``, else one by one."""
