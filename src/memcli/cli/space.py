@@ -15,9 +15,10 @@ import typer
 from memcli.cli.context import State, use_json
 from memcli.cli.output import emit
 
-space_app = typer.Typer(help="Team spaces (namespaces with members) and their agents' tokens (admin only).",
-                        no_args_is_help=True)
-token_app = typer.Typer(help="Tokens of a space: one per agent; shown once, stored hashed.", no_args_is_help=True)
+space_app = typer.Typer(help="Team spaces (namespaces with members) and their agents' tokens (admin only).\n\n"
+                             "Example: memcli space create acme --agent alice-claude", no_args_is_help=True)
+token_app = typer.Typer(help="Tokens of a space: one per agent; shown once, stored hashed.\n\n"
+                             "Example: memcli space token add acme --agent bob-codex", no_args_is_help=True)
 space_app.add_typer(token_app, name="token")
 
 

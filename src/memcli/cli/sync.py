@@ -11,7 +11,8 @@ from memcli.cli.output import emit
 from memcli.errors import ConfigError
 
 sync_app = typer.Typer(help="Copy memories between this machine's store and the team space (MEMCLI_API_URL). "
-                            "Idempotent: running it again copies nothing twice.", no_args_is_help=True)
+                            "Idempotent: running it again copies nothing twice.\n\nExample: memcli sync push",
+                       no_args_is_help=True)
 
 
 def _both(st: State) -> tuple[Any, Any]:
