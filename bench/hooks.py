@@ -5,6 +5,8 @@
     python bench/hooks.py --cold          # also: cold start → first digest (no server running), idle and
                                           # with both cores busy (two `while 1: pass` loops)
     python bench/hooks.py --n 100 --json bench/results/hooks.json
+    python bench/hooks.py --remote        # also: UserPromptSubmit in team mode (MEMCLI_API_URL + a space token,
+                                          # the server on loopback holding the 10k memories in that space)
 
 The store is built once with the bundled local embedder (the one `memcli serve` uses by default), batched,
 and cached under bench/.cache/ (about 4 minutes on 2 cores); each run works on a copy, so captured turns do
@@ -292,6 +294,24 @@ def measure_cold(home: Path, env: dict[str, str], proj: Path, runs: int) -> list
     return rows
 
 
+def remote_runs(home: Path, port: int, env: dict[str, str], lenv: dict[str, str], work: Path, client: list[str],
+                launcher: list[str]) -> list[tuple[str, list[str], dict[str, str]]]:
+    """Team mode: a space named like the store's namespace (``default``, so its 10k memories are the
+    space's), and hook processes of another home that know only MEMCLI_API_URL and the space token."""
+    import httpx
+
+    admin = json.loads((home / "auth.json").read_text())["token"]
+    r = httpx.post(f"http://127.0.0.1:{port}/api/spaces", json={"name": "default", "agent": "bench"}, timeout=60,
+                   headers={"Authorization": f"Bearer {admin}"})
+    r.raise_for_status()
+    team = {"MEMCLI_HOME": str(work / "client-home"), "MEMCLI_API_URL": f"http://127.0.0.1:{port}",
+            "MEMCLI_API_TOKEN": r.json()["api_token"]}
+    tenv = {**{k: v for k, v in env.items() if k != "MEMCLI_PORT"}, **team}
+    tlenv = {**{k: v for k, v in lenv.items() if k != "MEMCLI_PORT"}, **team}
+    return [("UserPromptSubmit, team mode (remote)", client, tenv),
+            ("UserPromptSubmit, team mode via run.sh", launcher, tlenv)]
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, int(round(q / 100 * (len(xs) - 1)))))]
@@ -309,6 +329,7 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="also: cold start → first digest, idle and busy")
     ap.add_argument("--cold-runs", type=int, default=5, help="cold starts per condition (default 5)")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--remote", action="store_true", help="also: UserPromptSubmit through the server in team mode")
     args = ap.parse_args()
 
     src = cached_store()
@@ -333,7 +354,10 @@ def main() -> None:
         for q in prompts[:5]:
             run_hook(client + ["UserPromptSubmit"], {"session_id": "warm", "cwd": str(proj), "prompt": q}, env)
         rows = []
-        for label, cmd, e in (("UserPromptSubmit", client, env), ("UserPromptSubmit via hooks/run.sh", launcher, lenv)):
+        runs = [("UserPromptSubmit", client, env), ("UserPromptSubmit via hooks/run.sh", launcher, lenv)]
+        if args.remote:
+            runs += remote_runs(home, port, env, lenv, work, client, launcher)
+        for label, cmd, e in runs:
             times, injected = [], 0
             for i in range(args.n):
                 q = prompts[i % len(prompts)] if i < len(prompts) else rng.choice(prompts)

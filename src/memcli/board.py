@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcli.boardstore import BoardStore, command_text, task_key
 from memcli.errors import ConflictError, MemcliError, NotFoundError, TransitionError, ValidationError, VersionConflictError
-from memcli.models import new_id, normalise_scope, now_ms, validate_namespace, validate_tags
+from memcli.models import new_id, normalise_scope, now_ms, validate_tags
 from memcli.reader import quote
 
 if TYPE_CHECKING:
@@ -183,7 +183,8 @@ class BoardService:
 
     # ------------------------------------------------------------------ helpers
     def _ns(self, namespace: str | None) -> str:
-        return validate_namespace(namespace) if namespace is not None else self.memory.namespace
+        # the memory service decides: a team space's service answers its own space whatever the caller sent
+        return self.memory._ns(namespace)
 
     def _status(self, status: Any) -> str:
         if not isinstance(status, str) or status.strip().lower() not in self.columns:

@@ -69,6 +69,12 @@ class ServerConfig:
     port: int = 8765
     idle_timeout: float = 0.0  # seconds; 0 = never exit when idle
     token: str | None = None
+    # team mode (space tokens): token buckets per space token and per client IP (0 = off); the home's own
+    # (admin) token is not limited
+    rate_limit: float = 50.0  # requests per second, per space token
+    rate_burst: int = 200
+    ip_rate_limit: float = 100.0  # requests per second, per client IP (space tokens and refused requests)
+    ip_rate_burst: int = 400
 
 
 DEFAULT_COLUMNS = ("backlog", "todo", "doing", "review", "done")
@@ -121,6 +127,9 @@ class Config:
     auto_compact_fragments: int = 32
     board: BoardConfig = field(default_factory=BoardConfig)
     jobs: dict[str, JobConfig] = field(default_factory=dict)
+    # team mode: every face talks to this memcli server with this (space) token instead of the local store
+    api_url: str | None = None
+    api_token: str | None = None
 
     @property
     def data_uri(self) -> str:
@@ -142,6 +151,12 @@ _ENV_MAP = {
     "MEMCLI_EMBED_API_KEY": ("api_key", "embedder"),
     "MEMCLI_PORT": ("port", "server"),
     "MEMCLI_TOKEN": ("token", "server"),
+    "MEMCLI_API_URL": ("api_url", None),
+    "MEMCLI_API_TOKEN": ("api_token", None),
+    "MEMCLI_RATE_LIMIT": ("rate_limit", "server"),
+    "MEMCLI_RATE_BURST": ("rate_burst", "server"),
+    "MEMCLI_IP_RATE_LIMIT": ("ip_rate_limit", "server"),
+    "MEMCLI_IP_RATE_BURST": ("ip_rate_burst", "server"),
 }
 
 

@@ -81,3 +81,17 @@ class TransitionError(ConflictError):
     """A board card cannot move from its column to the one asked for."""
 
     code = "invalid_transition"
+
+
+class ForbiddenError(MemcliError):
+    """The caller may not do this (a space token on an admin route or operation)."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class UnreachableError(MemcliError):
+    """The configured memcli server (MEMCLI_API_URL) could not be reached or refused us."""
+
+    code = "unreachable"
+    http_status = 502

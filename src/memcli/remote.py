@@ -7,10 +7,13 @@ subclasses with the same messages; anything else (no server, another home's serv
 5xx, a broken connection, an older server without a route) is :class:`Unavailable`: the caller then opens
 the store itself and loses nothing.
 
-Today the CLI uses it for the home's own warm server (:meth:`RemoteService.for_home`: ``server.json``, the
-home's token and id); a team server is the same class with another endpoint (plain HTTP for now: TLS is a
-proxy's job). Standard library only, and little of it: one HTTP/1.1 exchange on a socket (``http.client``
-alone imports ``email`` and ``ssl``, ~25 ms); no LanceDB, numpy, httpx or pydantic on this path.
+The CLI uses it for the home's own warm server (:meth:`RemoteService.for_home`: ``server.json``, the
+home's token and id), with a fallback to the store. In team mode (:meth:`RemoteService.for_team`:
+``MEMCLI_API_URL`` + ``MEMCLI_API_TOKEN``) it is the whole service — reads, writes, history, export/import —
+of a memcli server reached over http:// or https:// (``ssl`` is imported only then), with no fallback:
+every error is a :class:`MemcliError` (the server's own, or :class:`UnreachableError` naming the URL).
+Standard library only, and little of it: one HTTP/1.1 exchange on a socket (``http.client`` alone imports
+``email`` and ``ssl``, ~25 ms); no LanceDB, numpy, httpx or pydantic on this path.
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
-from memcli.errors import AmbiguousIdError, MemcliError, NotFoundError, ValidationError, VersionConflictError
+from memcli.errors import (
+    AmbiguousIdError, ConfigError, ForbiddenError, MemcliError, NotFoundError, UnreachableError, ValidationError,
+    VersionConflictError,
+)
 from memcli.home import HOME_HEADER, read_auth, running_server_port
-from memcli.models import DuplicateCheck, Memory, RecallHit
+from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -33,6 +39,8 @@ if TYPE_CHECKING:
 # (token, home, 5xx, embedder or store trouble on the server's side) is worth asking the store directly.
 _REQUEST_ERRORS: dict[str, type[MemcliError]] = {
     c.code: c for c in (ValidationError, NotFoundError, AmbiguousIdError, VersionConflictError)}
+_TEAM_ERRORS: dict[str, type[MemcliError]] = {**_REQUEST_ERRORS, ForbiddenError.code: ForbiddenError}
+IMPORT_BATCH = 500
 
 
 class Unavailable(Exception):
@@ -48,15 +56,65 @@ class Endpoint:
     home_id: str | None = None  # sent as X-Memcli-Home: the server refuses to answer for another home
     host: str = "127.0.0.1"
     timeout: float = 30.0
+    tls: bool = False  # https://
+    base_path: str = ""  # a server mounted under a path prefix (behind a proxy)
+
+    @classmethod
+    def from_url(cls, url: str, token: str, timeout: float = 30.0) -> "Endpoint":
+        """``http(s)://host[:port][/prefix]`` → an Endpoint (a ConfigError for anything else)."""
+        try:
+            parts = urlsplit(url.strip())
+            port = parts.port
+        except ValueError:
+            raise ConfigError(f"MEMCLI_API_URL {url!r} is not a URL like https://memory.example.com") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"MEMCLI_API_URL {url!r} must start with http:// or https:// and name a host")
+        tls = parts.scheme == "https"
+        return cls(port=port or (443 if tls else 80), token=token, host=parts.hostname, timeout=timeout, tls=tls,
+                   base_path=parts.path.rstrip("/"))
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        default = 443 if self.tls else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}{'' if self.port == default else f':{self.port}'}{self.base_path}"
+
+
+class _StoreInfo:
+    """What faces read of ``service.store`` (export's header): the server's embedder, once known."""
+
+    stored_identity: dict[str, Any] | None = None
+
+
+class RemoteEvent(dict):  # type: ignore[type-arg]
+    """An audit event as the server sent it (``to_dict`` like :class:`memcli.audit.AuditEvent`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
 
 
 class RemoteService:
     """The read API of :class:`memcli.service.MemoryService`, answered by a memcli server."""
 
-    def __init__(self, endpoint: Endpoint, *, namespace: str, project: str | None = None) -> None:
+    def __init__(self, endpoint: Endpoint, *, namespace: str, project: str | None = None,
+                 strict: bool = False) -> None:
         self.endpoint = endpoint
         self.namespace = namespace  # the caller's, sent explicitly: the server's default may differ
         self.project = project  # recall ranks this project first, as MemoryService(project=…) does
+        self.strict = strict  # team mode: every failure is a MemcliError, there is no store to fall back on
+        self.store = _StoreInfo()
+
+    @classmethod
+    def for_team(cls, config: "Config", *, project: str | None = None) -> "RemoteService":
+        """The client of the team server ``config.api_url`` with ``config.api_token`` (team mode)."""
+        if not config.api_url:
+            raise ConfigError("no team server configured (MEMCLI_API_URL)")
+        if not config.api_token:
+            raise ConfigError(f"MEMCLI_API_URL is {config.api_url} but no token is set: set MEMCLI_API_TOKEN or run "
+                              "`memcli setup --server URL --token TOKEN`")
+        return cls(Endpoint.from_url(config.api_url, config.api_token), namespace=config.namespace,
+                   project=project, strict=True)
 
     @classmethod
     def for_home(cls, config: "Config", *, project: str | None = None) -> "RemoteService | None":
@@ -90,21 +148,32 @@ class RemoteService:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         try:
-            status, raw = _http(ep.host, ep.port, method, url, headers, data, ep.timeout)
-        except OSError as exc:  # refused, reset, timed out, or not HTTP
+            status, raw = _http(ep.host, ep.port, method, ep.base_path + url, headers, data, ep.timeout, ep.tls)
+        except OSError as exc:  # refused, reset, timed out, or not HTTP (ssl.SSLError is an OSError too)
+            if self.strict:
+                raise UnreachableError(f"cannot reach memcli server at {ep.url}: {exc}") from None
             raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from None
         try:
             payload = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, ValueError):
+            if self.strict:
+                raise UnreachableError(f"the memcli server at {ep.url} answered HTTP {status}, not JSON "
+                                       "(is this URL a memcli server?)") from None
             raise Unavailable(f"{method} {path}: HTTP {status}, not JSON") from None
         if 200 <= status < 300:
             return payload
         code = payload.get("code") if isinstance(payload, dict) else None
         message = payload.get("error") if isinstance(payload, dict) else None
+        if self.strict:
+            raise _team_error(ep.url, status, code, message)
         err = _REQUEST_ERRORS.get(code or "")
         if err is not None and isinstance(message, str) and not message.startswith("no such route"):
             raise err(message)
         raise Unavailable(f"{method} {path}: HTTP {status} {code or ''}".rstrip())
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Any other route of the server (``memcli space`` uses the admin routes)."""
+        return self._request(method, path, body=body)
 
     def health(self) -> dict[str, Any]:
         """``/health`` as this client sees it: Unavailable unless the server accepts our token and is the
@@ -175,13 +244,146 @@ class RemoteService:
             raise Unavailable("stats: unexpected answer")
         return d
 
+    # ------------------------------------------------------------------ the write API (team mode)
+    def remember(self, content: str, *, tags: Sequence[str] | None = None, scope: str | None = None,
+                 agent: str | None = None, importance: float = 0.5, key: str | None = None,
+                 ttl: str | int | None = None, metadata: dict[str, Any] | str | None = None,
+                 namespace: str | None = None, project: str | None = None, source: str = "cli",
+                 created_at: int | None = None, thread: str | None = None) -> RememberResult:
+        """Store one memory (see ``MemoryService.remember``); the server records it as written by ``api``."""
+        body = _drop_none({"content": content, "tags": list(tags) if tags else None, "scope": scope,
+                           "agent": agent, "importance": importance, "key": key, "ttl": ttl, "metadata": metadata,
+                           "namespace": namespace or self.namespace,
+                           "project": project if project is not None else self.project, "created_at": created_at})
+        return _result(self._request("POST", "/api/memories", body=body))
+
+    def remember_many(self, items: Sequence[Any], *, source: str = "cli",
+                      progress: Any = None) -> list[RememberResult]:
+        """Store several memories (``NewMemory`` objects) in one batch request."""
+        fields = ("content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
+                  "project", "created_at")
+        body = [_drop_none({f: getattr(it, f, None) for f in fields}) for it in items]
+        d = self._request("POST", "/api/memories/batch", body={"memories": body})
+        return [_result(r) for r in (d or {}).get("results", [])]
+
+    def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
+               importance: float | None = None, scope: str | None = None, agent: str | None = None,
+               metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
+               expected_version: int | None = None, source: str = "cli") -> Memory:
+        """Change a memory (see ``MemoryService.update``); a stale ``expected_version`` → VersionConflictError."""
+        body = _drop_none({"content": content, "tags": list(tags) if tags is not None else None,
+                           "importance": importance, "scope": scope, "agent": agent, "metadata": metadata,
+                           "ttl": ttl, "expected_version": expected_version})
+        return _memory(self._request("PATCH", "/api/memories/" + quote(ref, safe=""), body=body))
+
+    def forget(self, refs: Sequence[str] | str, *, source: str = "cli") -> list[str]:
+        """Delete memories; every id is resolved (and must exist) before anything is deleted."""
+        refs = [refs] if isinstance(refs, str) else list(refs)
+        if not refs:
+            raise ValidationError("give at least one memory id")
+        ids = list(dict.fromkeys(self.get(r).id for r in refs))
+        for mid in ids:
+            self._request("DELETE", "/api/memories/" + quote(mid, safe=""))
+        return ids
+
+    def history(self, ref: str) -> list[RemoteEvent]:
+        """Who changed this memory, how and when, oldest first."""
+        d = self._request("GET", "/api/memories/" + quote(ref, safe="") + "/history")
+        return [RemoteEvent(e) for e in d or []]
+
+    def export(self, *, namespace: str | None = None, scope: str | None = None, tags: Sequence[str] | None = None,
+               with_vectors: bool = False, include_expired: bool = True) -> list[Memory]:
+        """Every memory the token may see (its space), oldest first, as full records (no vectors)."""
+        d = self.export_records(namespace=namespace, scope=scope, tags=tags)
+        return [_memory_from_record(r) for r in d["records"]]
+
+    def export_records(self, *, namespace: str | None = None, scope: str | None = None,
+                       tags: Sequence[str] | None = None) -> dict[str, Any]:
+        """``{"embedder", "records"}`` of ``GET /api/export``."""
+        q: list[tuple[str, Any]] = [("namespace", namespace), ("scope", scope)] + [("tag", t) for t in tags or ()]
+        d = self._request("GET", "/api/export", q)
+        if not isinstance(d, dict) or not isinstance(d.get("records"), list):
+            raise UnreachableError("export: the server's answer is not an export")
+        self.store.stored_identity = d.get("embedder")
+        return d
+
+    def import_new(self, records: list[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
+                   skip_same_content: bool = False) -> dict[str, int]:
+        """``POST /api/import``: records not stored yet (by id; with ``skip_same_content`` by content too)."""
+        d = self._request("POST", "/api/import", body=_drop_none({
+            "records": records, "embedder": vectors_identity, "skip_same_content": skip_same_content or None}))
+        return {"read": int(d["read"]), "added": int(d["added"]), "skipped": int(d["skipped"])}
+
+    def import_records(self, records: Sequence[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
+                       progress: Any = None, batch: int = IMPORT_BATCH) -> dict[str, int]:
+        """Import export records through the server, in batches (idempotent by id)."""
+        recs = list(records)
+        total = {"read": 0, "added": 0, "skipped": 0}
+        for start in range(0, len(recs), batch):
+            res = self.import_new(recs[start:start + batch], vectors_identity=vectors_identity)
+            for k in total:
+                total[k] += res[k]
+            if progress:
+                progress(min(start + batch, len(recs)), len(recs))
+        return total
+
+    def _server_side(self, *args: Any, **kwargs: Any) -> Any:
+        raise ForbiddenError(f"this command changes the whole store: run it on the server ({self.endpoint.url}), "
+                             "not through MEMCLI_API_URL")
+
+    compact = reindex = distill = _server_side
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _result(d: Any) -> RememberResult:
+    try:
+        return RememberResult(memory_id=d["memory_id"], duplicate_of=list(d.get("duplicate_of") or []),
+                              created=bool(d.get("created", True)), updated=bool(d.get("updated", False)))
+    except (KeyError, TypeError):
+        raise UnreachableError("remember: the server's answer is not a result") from None
+
+
+def _memory_from_record(r: dict[str, Any]) -> Memory:
+    d = dict(r, memory_id=r.get("id"))
+    mem = _memory(d)
+    mem.content_hash = r.get("content_hash") or mem.content_hash
+    mem.context = list(r.get("context") or [])
+    return mem
+
+
+def _team_error(url: str, status: int, code: str | None, message: str | None) -> MemcliError:
+    """The server's refusal as a MemcliError of the same kind (same message, HTTP status and code)."""
+    cls = _TEAM_ERRORS.get(code or "")
+    if cls is not None and isinstance(message, str):
+        return cls(message)
+    if status == 401:
+        err: MemcliError = UnreachableError(f"the memcli server at {url} refused the token (HTTP 401): check "
+                                            "MEMCLI_API_TOKEN (a revoked token stays refused)")
+    elif status == 429:
+        err = UnreachableError(f"the memcli server at {url} is rate limiting this token (HTTP 429): "
+                               f"{message or 'retry later'}")
+    else:
+        err = UnreachableError(f"the memcli server at {url} answered HTTP {status}: {message or code or 'error'}")
+    err.http_status = status
+    err.code = code or err.code
+    return err
+
 
 def _http(host: str, port: int, method: str, target: str, headers: dict[str, str], body: bytes | None,
-          timeout: float) -> tuple[int, bytes]:
+          timeout: float, tls: bool = False) -> tuple[int, bytes]:
     """One request (``Connection: close``) → (status, body). OSError for anything but a whole HTTP answer."""
-    head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
+    hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    head = [f"{method} {target} HTTP/1.1", f"Host: {hostport}", "Connection: close",
             f"Content-Length: {len(body or b'')}", *(f"{k}: {v}" for k, v in headers.items())]
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    with socket.create_connection((host, port), timeout=timeout) as raw_sock:
+        sock = raw_sock
+        if tls:  # only then: ssl costs ~10 ms to import
+            import ssl
+
+            sock = ssl.create_default_context().wrap_socket(raw_sock, server_hostname=host)
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + (body or b""))
         chunks = []
         while True:

@@ -141,8 +141,13 @@ class MemoryService:
         return self.remember_many([item], source=source)[0]
 
     def remember_many(self, items: Sequence[NewMemory], *, source: str = "cli",
-                      progress: Progress | None = None) -> list[RememberResult]:
-        """Store several memories with one batched embedding call and one write."""
+                      progress: Progress | None = None,
+                      actors: Sequence[str | None] | None = None) -> list[RememberResult]:
+        """Store several memories with one batched embedding call and one write. ``actors``: who the audit
+        log names for each item (a server batching several callers' writes), default this service's."""
+        def actor(i: int) -> str:
+            return (actors[i] if actors is not None else None) or self._actor(source)
+
         now = now_ms()
         mems = []
         for n, it in enumerate(items):  # validate everything before writing
@@ -160,7 +165,7 @@ class MemoryService:
             if m.key is not None:
                 existing = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key)}", 1)
                 if existing:
-                    self._upsert_by_key(existing[0], m, source)
+                    self._upsert_by_key(existing[0], m, source, actor(i))
                     results[i] = RememberResult(memory_id=existing[0].id, created=False, updated=True)
                     continue
             ident = (m.namespace, m.scope, m.content_hash)
@@ -181,7 +186,7 @@ class MemoryService:
                 results[i] = RememberResult(memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar])
                 rows.append(memory_to_row(mems[i], vec, cvec))
             self.store.add(rows)
-            self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=self._actor(source),
+            self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
                                     namespace=mems[i].namespace, version=1) for i in to_write])
         return [r for r in results if r is not None]
 
@@ -231,7 +236,7 @@ class MemoryService:
                 progress(min(start + batch, len(mems)), len(mems))
         return own, ctx
 
-    def _upsert_by_key(self, old: Memory, new: Memory, source: str) -> None:
+    def _upsert_by_key(self, old: Memory, new: Memory, source: str, actor: str | None = None) -> None:
         values: dict[str, Any] = {"tags": new.tags, "importance": new.importance, "scope": new.scope,
                                   "metadata": new.metadata, "expires_at": new.expires_at, "updated_at": new.updated_at,
                                   "version": old.version + 1, "source": new.source}
@@ -242,7 +247,7 @@ class MemoryService:
             values.update(self._vector_values(new.content, old.context))
         if not self.store.update(old.id, values, expected_version=old.version):
             raise VersionConflictError(f"memory {old.id} changed while it was being updated; try again")
-        self._audit([AuditEvent(memory_id=old.id, action="update", actor=self._actor(source),
+        self._audit([AuditEvent(memory_id=old.id, action="update", actor=actor or self._actor(source),
                                 namespace=old.namespace, version=old.version + 1, note=f"key {new.key}",
                                 changes=diff(_fields(old), values))])
 

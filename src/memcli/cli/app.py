@@ -21,6 +21,7 @@ COMMANDS = {
     "forget": "forget", "check-duplicate": "check_duplicate", "export": "export", "import": "import_cmd",
     "history": "history", "stats": "stats", "doctor": "doctor", "reindex": "reindex", "compact": "compact", "distill": "distill",
     "serve": "serve", "mcp": "mcp_cmd", "hook": "hook", "setup": "setup", "ui": "ui", "board": "board",
+    "space": "space", "sync": "sync",
 }
 COMMAND_MODULES = list(COMMANDS.values())
 

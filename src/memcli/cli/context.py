@@ -36,8 +36,22 @@ class State:
             self._config = load_config(self.home, **self.overrides)
         return self._config
 
+    def team(self) -> "RemoteService | None":
+        """Team mode (MEMCLI_API_URL set): the server's client, which every command then uses instead of the
+        local store; None otherwise."""
+        if not self.config().api_url:
+            return None
+        from memcli.project import detect_project
+        from memcli.remote import RemoteService
+
+        return RemoteService.for_team(self.config(), project=detect_project(Path.cwd()))
+
     def service(self, *, allow_mismatch: bool = False) -> "MemoryService":
         if self._service is None:
+            remote = self.team()
+            if remote is not None:
+                self._service = remote  # type: ignore[assignment]  (the same methods, answered by the server)
+                return self._service  # type: ignore[return-value]
             from memcli.project import detect_project
             from memcli.service import MemoryService
 
@@ -52,6 +66,10 @@ class State:
             from memcli.project import detect_project
             from memcli.remote import RemoteService
 
+            team = self.team()
+            if team is not None:  # no fallback: the team's memory is on the server only
+                self._reader = Reader(None, lambda: team)  # type: ignore[arg-type,return-value]
+                return self._reader
             remote = RemoteService.for_home(self.config(), project=detect_project(Path.cwd()))
             self._reader = Reader(remote, self.service)
         return self._reader

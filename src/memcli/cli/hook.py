@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         else:
             raw = sys.stdin.read()
         st = state(ctx)
-        if client:
+        if client or st.config().api_url:  # team mode: the hook logic runs on the team server, not here
             env = dict(os.environ)
             if st.home is not None:
                 env["MEMCLI_HOME"] = str(st.home)

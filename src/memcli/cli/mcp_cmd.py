@@ -28,4 +28,7 @@ def register(app: typer.Typer) -> None:
         with_namespace(ctx, namespace)
         config = st.config()
         setup_file_logging(config, "mcp")
-        run_stdio(ServiceHolder(config, project=detect_project(Path.cwd())))
+        project = detect_project(Path.cwd())
+        team = st.team()  # team mode: the tools call the team server (MEMCLI_API_URL), no local store
+        run_stdio(ServiceHolder(config, team, project=project) if team is not None  # type: ignore[arg-type]
+                  else ServiceHolder(config, project=project))

@@ -26,6 +26,9 @@ def register(app: typer.Typer) -> None:
                                                          "are always accepted."),
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Default namespace."),
         log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+        ssl_certfile: Optional[str] = typer.Option(None, "--ssl-certfile", help="Serve HTTPS with this certificate "
+                                                   "(PEM; a team server without a TLS proxy in front)."),
+        ssl_keyfile: Optional[str] = typer.Option(None, "--ssl-keyfile", help="The certificate's private key (PEM)."),
     ) -> None:
         """Serve the memory over HTTP: REST under /api, MCP at /mcp, GET /health; every route but /health needs
         Authorization: Bearer <token>.
@@ -42,7 +45,9 @@ def register(app: typer.Typer) -> None:
         if not isinstance(level, int):
             raise typer.BadParameter("use debug, info, warning or error", param_hint="--log-level")
         setup_file_logging(config, "server", level=level, stderr_level=level)
+        if (ssl_certfile is None) != (ssl_keyfile is None):
+            raise typer.BadParameter("give both --ssl-certfile and --ssl-keyfile", param_hint="--ssl-certfile")
         code = run_server(config, host=host, port=port, idle_timeout=idle_timeout, allowed_origins=allow_origin,
-                          log_level=log_level.lower())
+                          log_level=log_level.lower(), ssl=(ssl_certfile, ssl_keyfile) if ssl_certfile else None)
         if code:
             raise typer.Exit(code)

@@ -41,6 +41,10 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; change nothing."),
         schedule: Optional[str] = typer.Option(None, "--schedule", help="Only schedule `memcli distill --apply`: "
                                                "hourly, daily, or off (crontab on Linux, launchd on macOS)."),
+        server: Optional[str] = typer.Option(None, "--server", help="Team mode: the memcli server every face "
+                                             "(CLI, hooks, MCP) of this machine uses, e.g. https://memory.acme.dev"),
+        token: Optional[str] = typer.Option(None, "--token", help="With --server: this agent's space token "
+                                            "(`memcli space token add`); stored in the config file, mode 600."),
     ) -> None:
         """Connect your agents to memcli: MCP for every agent, hooks for Claude Code. Shows each change first;
         a second run changes nothing; --uninstall removes exactly what it added.
@@ -79,6 +83,10 @@ def register(app: typer.Typer) -> None:
         chosen = resolve_agent_ids(agents.split(",")) if agents else None
         if http and not print_:
             raise typer.BadParameter("only with --print (setup writes the stdio entry)", param_hint="--http")
+        if (server is None) != (token is None):
+            raise typer.BadParameter("give both --server URL and --token TOKEN", param_hint="--server/--token")
+        if server is not None and token is not None:
+            server = _check_server(con, server, token, check=not (print_ or dry_run))
         if print_:
             ids = chosen or [a for a in AGENTS if found[a][0]] or list(AGENTS)
             if http:
@@ -86,8 +94,13 @@ def register(app: typer.Typer) -> None:
                 from memcli.setup.core import http_snippets
 
                 cfg = load_config(home_dir)
-                token = cfg.server.token or load_or_create_auth(home_dir).token
-                texts = http_snippets(machine, ids, url=f"http://127.0.0.1:{cfg.server.port}/mcp", token=token)
+                if server is None and cfg.api_url and cfg.api_token:  # this home is in team mode already
+                    server, token = cfg.api_url.rstrip("/"), cfg.api_token
+                if server is not None and token is not None:  # the agents talk to the team server directly
+                    texts = http_snippets(machine, ids, url=f"{server}/mcp", token=token)
+                else:
+                    local = cfg.server.token or load_or_create_auth(home_dir).token
+                    texts = http_snippets(machine, ids, url=f"http://127.0.0.1:{cfg.server.port}/mcp", token=local)
             else:
                 texts = snippets(machine, ids, claude_hooks="none" if claude_hooks == "none" else "settings")
             for agent, text in texts.items():
@@ -141,7 +154,7 @@ def register(app: typer.Typer) -> None:
         if namespace == current.namespace:
             namespace = None  # unchanged: nothing to write
         opts = SetupOptions(agents=chosen, namespace=namespace, embedder=emb, claude_hooks=claude_hooks,
-                            use_cli=not no_cli)
+                            use_cli=not no_cli, api_url=server, api_token=token)
         plan = plan_install(machine, opts)
         if not chosen:
             plan.note("memcli", "no agent found on this machine: name them with --agents (see memcli setup --print)")
@@ -151,6 +164,29 @@ def register(app: typer.Typer) -> None:
             plan.note("memcli", f"the agents get MEMCLI_HOME={home_dir}; for your shell: export MEMCLI_HOME={home_dir}")
         _show(con, plan, title="memcli setup")
         _confirm_and_apply(con, plan, yes=yes, interactive=interactive, dry_run=dry_run)
+
+
+def _check_server(con: Any, server: str, token: str, *, check: bool) -> str:
+    """The server URL, normalised; with ``check``, proven to accept this token (else exit 1)."""
+    from memcli.errors import MemcliError
+    from memcli.remote import Endpoint, RemoteService
+
+    try:
+        ep = Endpoint.from_url(server, token)
+    except MemcliError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--server") from None
+    if check:
+        try:
+            health = RemoteService(ep, namespace="default", strict=True).request("GET", "/health")
+        except MemcliError as exc:
+            con.print(f"[red]✗[/red] {exc.message}")
+            raise typer.Exit(1) from None
+        if not isinstance(health, dict) or not (health.get("space_id") or health.get("home_id")):
+            con.print(f"[red]✗[/red] the memcli server at {ep.url} did not accept this token")
+            raise typer.Exit(1)
+        where = f"space {health['space_id']} as {health.get('agent')}" if health.get("space_id") else "admin"
+        con.print(f"[green]✓[/green] {ep.url} answers ({where})")
+    return ep.url
 
 
 def _embedder_values(provider: str | None, base_url: str | None, model: str | None, dims: int | None,

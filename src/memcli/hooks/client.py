@@ -20,6 +20,10 @@ Settings, each first found wins (the same as :func:`memcli.config.load_config`):
   (any free port when that one is taken);
 - token: ``MEMCLI_TOKEN``, else ``[server] token``, else ``<home>/auth.json``; home id: ``auth.json``;
 - deadline: ``MEMCLI_HOOK_DEADLINE_MS``, else ``deadline_ms`` under ``[hooks]``, else 1500 ms.
+
+Team mode: with ``MEMCLI_API_URL`` (else ``api_url`` in ``config.toml``) the hook talks to that server only —
+http:// or https:// (``ssl`` is imported then, ~10 ms), with ``MEMCLI_API_TOKEN`` (else ``api_token``) — and
+never starts a local one; when the server does not answer in time the hook prints nothing and exits 0.
 """
 
 from __future__ import annotations
@@ -174,7 +178,7 @@ def _read_config(home: str) -> dict[str, dict]:
     raw = _read(os.path.join(home, "config.toml"))
     if not raw:
         return {}
-    if b"port" not in raw and b"token" not in raw and b"deadline_ms" not in raw:
+    if b"port" not in raw and b"token" not in raw and b"deadline_ms" not in raw and b"api_url" not in raw:
         return {}
     try:
         import tomllib  # type: ignore[import-not-found]
@@ -187,7 +191,9 @@ def _read_config(home: str) -> dict[str, dict]:
         data = tomllib.loads(raw.decode("utf-8"))
     except Exception:  # noqa: BLE001 - a broken config is the server's business to report
         return {}
-    return {k: v for k, v in data.items() if k in ("server", "hooks") and isinstance(v, dict)}
+    out = {k: v for k, v in data.items() if k in ("server", "hooks") and isinstance(v, dict)}
+    out["team"] = {k: data[k] for k in ("api_url", "api_token") if isinstance(data.get(k), str)}
+    return out
 
 
 def _port(value: object) -> int | None:
@@ -209,6 +215,8 @@ class Settings:
         self.env_port = env_port  # MEMCLI_PORT: where this home's server is expected, or is to be started
         self.start_port = start_port
         self.token_from_home = token_from_home  # re-read after this hook starts the server (first start)
+        self.api_url: str | None = None  # team mode: (tls, host, port, path prefix) of the team server
+        self.api_token: str | None = None
 
     def candidates(self) -> list[int]:
         """Ports to try, best first: the running server's own record, then MEMCLI_PORT."""
@@ -231,7 +239,9 @@ def resolve_settings(env: "os._Environ[str] | dict[str, str]" = os.environ) -> S
     env_port = _port(env.get("MEMCLI_PORT"))
     token = env.get("MEMCLI_TOKEN") or None
     deadline_s = env.get("MEMCLI_HOOK_DEADLINE_MS")
-    cfg = _read_config(home) if (not token or not deadline_s or env_port is None) else {}
+    api_url = env.get("MEMCLI_API_URL") or None
+    api_token = env.get("MEMCLI_API_TOKEN") or None
+    cfg = _read_config(home) if (not token or not deadline_s or env_port is None or not api_url) else {}
     start_port = env_port or _port(cfg.get("server", {}).get("port")) or DEFAULT_PORT
     token = token or cfg.get("server", {}).get("token") or None
     deadline_s = deadline_s or cfg.get("hooks", {}).get("deadline_ms")
@@ -241,8 +251,34 @@ def resolve_settings(env: "os._Environ[str] | dict[str, str]" = os.environ) -> S
         deadline = DEFAULT_DEADLINE_MS
     s = Settings(home, None, str(token) if token else None, max(50, deadline), env_port=env_port,
                  start_port=start_port)
+    team = cfg.get("team", {})
+    s.api_url = api_url or team.get("api_url")
+    if s.api_url:  # team mode: nothing of this home's own server is needed
+        s.api_token = api_token or team.get("api_token")
+        return s
     s.refresh()
     return s
+
+
+def split_url(url: str) -> tuple[bool, str, int, str]:
+    """``http(s)://host[:port][/prefix]`` → (tls, host, port, prefix), without urllib (~5 ms of imports)."""
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    tls = scheme.lower() == "https"
+    hostport, slash, path = rest.partition("/")
+    host, port = hostport, 443 if tls else 80
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        host = hostport[1:end]
+        if hostport[end + 1:end + 2] == ":":
+            port = int(hostport[end + 2:])
+    elif ":" in hostport:
+        host, p = hostport.rsplit(":", 1)
+        port = int(p)
+    if not host:
+        raise ValueError(f"no host in {url!r}")
+    return tls, host, port, ("/" + path).rstrip("/") if slash else ""
 
 
 # --------------------------------------------------------------------------- HTTP over a raw socket
@@ -255,15 +291,26 @@ class Timeout(Exception):
 
 
 def http(port: int, method: str, path: str, body: bytes, token: str | None, deadline: float,
-         home_id: str | None = None) -> tuple[int, bytes]:
-    """One HTTP/1.1 request to 127.0.0.1:port that never outlives ``deadline`` (a monotonic time)."""
+         home_id: str | None = None, host: str = "127.0.0.1", tls: bool = False) -> tuple[int, bytes]:
+    """One HTTP/1.1 request to host:port (this machine's server by default) that never outlives ``deadline``
+    (a monotonic time)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise Timeout("deadline passed before connecting")
-    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    if host == "127.0.0.1":
+        sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    else:  # a team server: any address family, by name (the socket module only then)
+        import socket as _sockmod
+
+        family, kind, proto, _, addr = _sockmod.getaddrinfo(host, port, type=_sockmod.SOCK_STREAM)[0]
+        sock = _socket.socket(family, kind, proto)
     try:
         sock.settimeout(remaining)
-        sock.connect(("127.0.0.1", port))
+        sock.connect(("127.0.0.1", port) if host == "127.0.0.1" else addr)
+        if tls:
+            import ssl
+
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
     except ConnectionRefusedError as exc:
         sock.close()
         raise ServerDown(str(exc)) from None
@@ -274,7 +321,8 @@ def http(port: int, method: str, path: str, body: bytes, token: str | None, dead
         sock.close()
         raise
     try:
-        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: memcli-hook\r\n"
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {f'[{host}]' if ':' in host else host}:{port}\r\n"
+                f"User-Agent: memcli-hook\r\n"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n")
         if token:
             head += f"Authorization: Bearer {token}\r\n"
@@ -344,9 +392,9 @@ def _complete(resp: bytes, eof: bool = False) -> tuple[int, bytes] | None:
 
 
 # --------------------------------------------------------------------------- spool and server start
-def spool(home: "str | os.PathLike[str]", data: bytes) -> str:
+def spool(home: "str | os.PathLike[str]", data: bytes, sub: str = "spool") -> str:
     """Queue a payload for the server (atomic: write a temp file, then rename). Returns its path."""
-    d = os.path.join(home, "spool")
+    d = os.path.join(home, sub)
     os.makedirs(d, exist_ok=True)
     name = f"{time.time_ns() // 1_000_000}-{os.urandom(4).hex()}.json"
     tmp = os.path.join(d, f".{name}.tmp")
@@ -461,10 +509,66 @@ def _ask_own_server(event: str, data: bytes, s: Settings, deadline: float) -> tu
     return None
 
 
+TEAM_SPOOL = "spool-team"
+
+
+def run_team(event: str, data: bytes, s: Settings, deadline: float) -> bytes:
+    """Team mode: forward the payload to the team server; nothing is started or printed on failure. A turn
+    (Stop) the server did not take is queued in ``<home>/spool-team`` and sent with a later Stop or
+    SessionStart that reaches it."""
+    try:
+        tls, host, port, prefix = split_url(s.api_url or "")
+        status, body = http(port, "POST", f"{prefix}/hooks/{event}", data, s.api_token, deadline, None, host, tls)
+    except Exception as exc:  # noqa: BLE001 - down, refused, a bad URL, TLS: fail open
+        log(s.home, f"{event}: team server {s.api_url} did not answer: {type(exc).__name__}: {exc}")
+        if event == "Stop":
+            spool(s.home, data, TEAM_SPOOL)
+        return b""
+    if status not in (200, 202, 204):
+        log(s.home, f"{event}: team server {s.api_url} answered HTTP {status}: {body[:200]!r}")
+        if event == "Stop" and status not in (400, 401, 403, 413):
+            spool(s.home, data, TEAM_SPOOL)
+        return b""
+    if event in ("Stop", "SessionStart"):
+        _resend_team_spool(s, (tls, host, port, prefix), deadline)
+    if status == 200 and body.lstrip()[:1] == b"{" and b'"hookSpecificOutput"' in body:
+        return body
+    return b""
+
+
+def _resend_team_spool(s: Settings, where: tuple[bool, str, int, str], deadline: float) -> None:
+    """Send queued turns (oldest first) while the deadline allows; each is removed once the server took it."""
+    d = os.path.join(s.home, TEAM_SPOOL)
+    try:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".json") and not n.startswith("."))
+    except OSError:
+        return
+    tls, host, port, prefix = where
+    for name in names:
+        if deadline - time.monotonic() < 0.3:
+            return
+        path = os.path.join(d, name)
+        body = _read(path)
+        if body is None:
+            continue
+        try:
+            status, _ = http(port, "POST", f"{prefix}/hooks/Stop", body, s.api_token, deadline, None, host, tls)
+        except Exception as exc:  # noqa: BLE001
+            log(s.home, f"Stop: resending a queued turn failed: {type(exc).__name__}: {exc}")
+            return
+        if status in (200, 202, 204, 400, 413):  # taken, or never acceptable: either way not kept
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 def run(event: str, data: bytes, s: Settings, t0: float) -> bytes:
     """Forward one payload; returns what to print (possibly nothing)."""
     budget_ms = event_deadline_ms(event, s.deadline_ms)
     deadline = t0 + budget_ms / 1000.0
+    if s.api_url:
+        return run_team(event, data, s, deadline)
     try:
         answer = _ask_own_server(event, data, s, deadline)
         if answer is None:

@@ -7,9 +7,11 @@ and by ``memcli hook <event>`` (in-process, for debugging).
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,10 @@ class HookRuntime:
         self.spool = Spool(self.home)
         self.last: dict[str, Any] = {}  # what the last call did (tests, `memcli hook`)
         self._recall_warmed = False
+        # team mode (set by memcli.server.team): who the current request speaks for, kept with a queued turn
+        # so that its capture, whichever thread runs it, writes into that caller's space
+        self.whoami: Callable[[], Any] = lambda: None
+        self.acting_as: Callable[[Any], AbstractContextManager[Any]] = lambda tag: nullcontext()
 
     def log(self, message: str) -> None:
         log(self.home, message, "server")
@@ -52,6 +58,9 @@ class HookRuntime:
         try:
             if not isinstance(payload, dict):
                 raise ValueError("the payload is not a JSON object")
+            caller = self.whoami()
+            if caller and payload.get("session_id"):  # one space's sessions never share state with another's
+                payload = dict(payload, session_id=f"{caller['space']}/{caller['agent']}/{payload['session_id']}")
             if event == "SessionStart":
                 out = self.session_start(payload)
             elif event == "UserPromptSubmit":
@@ -118,6 +127,10 @@ class HookRuntime:
         prompt = payload.get("_memcli_prompt") or payload.get("prompt") or remembered
         if prompt:
             payload = dict(payload, _memcli_prompt=prompt)
+        payload = {k: v for k, v in payload.items() if k != "_memcli_caller"}  # never the client's say
+        caller = self.whoami()
+        if caller:
+            payload["_memcli_caller"] = caller
         self.spool.put(payload)
 
     # ------------------------------------------------------------------ the queue
@@ -131,7 +144,8 @@ class HookRuntime:
             if prompt:
                 payload = dict(payload, _memcli_prompt=prompt)
         try:
-            res = capture_turn(self.get_service(), payload, self.cfg, self.state, self.home)
+            with self.acting_as(payload.get("_memcli_caller")):
+                res = capture_turn(self.get_service(), payload, self.cfg, self.state, self.home)
         except ValidationError as exc:
             raise PermanentError(exc.message) from None
         self.last.setdefault("captures", []).append(res)
@@ -176,4 +190,5 @@ class HookRuntime:
                 self.get_service().recall("warm up the memcli hooks", top_k=1)
             except Exception:  # noqa: BLE001 - an empty store has nothing to warm
                 pass
-        threading.Thread(target=run, name="memcli-hooks-warm-recall", daemon=True).start()
+        threading.Thread(target=contextvars.copy_context().run, args=(run,), name="memcli-hooks-warm-recall",
+                         daemon=True).start()

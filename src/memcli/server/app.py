@@ -39,6 +39,7 @@ from memcli.web.sessions import UiAuth
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.server.team import TeamGate
     from memcli.service import MemoryService
 
 log = logging.getLogger("memcli.server")
@@ -94,7 +95,8 @@ class Guard:
     """
 
     def __init__(self, app: ASGIApp, *, token: str, home_id: str, check_host: bool,
-                 extra_origins: frozenset[str], activity: "Activity", ui: "UiAuth | None" = None) -> None:
+                 extra_origins: frozenset[str], activity: "Activity", ui: "UiAuth | None" = None,
+                 team: "TeamGate | None" = None) -> None:
         if not token:
             raise ValueError("the server needs a token")
         self.app = app
@@ -104,6 +106,7 @@ class Guard:
         self.extra_origins = extra_origins
         self.activity = activity
         self.ui = ui  # the web view's browser sessions (memcli.web.sessions), when it is served
+        self.team = team
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -112,10 +115,19 @@ class Guard:
         self.activity.begin()
         try:
             refusal = self._check(scope)
+            if self.team is not None:  # space tokens, rate and size limits (memcli.server.team)
+                refusal = await self.team.admit(scope, refusal)
             if refusal is not None:
                 await refusal(scope, receive, send)
             else:
-                await self.app(scope, receive, send)
+                from memcli.server.team import ADMIN, CALLER
+
+                state = scope.get("state", {})
+                who = CALLER.set(ADMIN if state.get("memcli_authorized") else state.get("memcli_caller"))
+                try:
+                    await self.app(scope, receive, send)
+                finally:
+                    CALLER.reset(who)
         finally:
             self.activity.end()
 
@@ -299,14 +311,25 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     auth = auth or load_or_create_auth(config.home)
     token = config.server.token or auth.token
     activity = Activity()
+    from memcli.server.team import TeamGate, admin_routes, transfer_routes
+
+    team = TeamGate(holder, config)
+    holder.scoper = team.scope  # a space token's calls go to its space only
     mcp = McpEndpoint(holder)
     ui = UiAuth(auth.home_id)
+    from memcli.server.batcher import WriteBatcher
+
+    batcher = WriteBatcher(holder)
 
     async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(holder.call, method, *args, **kwargs)
 
     # ------------------------------------------------------------------ handlers
     async def health(request: Request) -> Response:
+        caller = request.scope.get("state", {}).get("memcli_caller")
+        if caller is not None and not isinstance(caller, str):  # a space token: its space, not the home
+            return JSONResponse({"ok": True, "version": __version__, "space_id": caller.space,
+                                 "agent": caller.agent, "ready": holder.ready})
         if not request.scope.get("state", {}).get("memcli_authorized"):
             return JSONResponse({"ok": True})  # a liveness probe learns nothing about whose server this is
         return JSONResponse({"ok": True, "version": __version__, "pid": os.getpid(), "home": str(config.home),
@@ -323,7 +346,8 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
 
     async def create_memory(request: Request) -> Response:
         item = _new_memory(await read_json(request, MAX_BODY))
-        res = (await call("remember_many", [item], source="api"))[0]
+        # concurrent remembers into one namespace share a commit (memcli.server.batcher)
+        res = await batcher.remember(item, request.scope.get("state", {}).get("memcli_caller") or "admin")
         return JSONResponse(res.item(), status_code=201 if res.created else 200)
 
     async def create_batch(request: Request) -> Response:
@@ -410,7 +434,6 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         Route("/api/check-duplicate", check_duplicate, methods=["POST"]),
         Route("/api/stats", stats, methods=["GET"]),
     ]
-    routes += _hook_routes(holder, config)
     routes += web_routes(call, ui)
     from memcli.server.distill_routes import distill_routes
 
@@ -418,6 +441,12 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     from memcli.server.board_routes import board_routes
 
     routes += board_routes(holder)
+    routes += admin_routes(team, read_json, MAX_BODY)
+    routes += transfer_routes(holder, read_json, MAX_BATCH_BODY, MAX_BATCH_ITEMS)
+    hooks = _hook_routes(holder, config)
+    for r in hooks:  # a turn queued by a space token is captured into that space, whichever thread runs it
+        r.runtime.whoami, r.runtime.acting_as = team.whoami, team.acting_as  # type: ignore[attr-defined]
+    routes += hooks
     routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
 
     # ------------------------------------------------------------------ errors
@@ -471,7 +500,8 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     app = Starlette(
         routes=routes,
         middleware=[Middleware(Guard, token=token, home_id=auth.home_id, check_host=host in LOOPBACK_HOSTS,
-                               extra_origins=frozenset(allowed_origins or ()), activity=activity, ui=ui)],
+                               extra_origins=frozenset(allowed_origins or ()), activity=activity, ui=ui,
+                               team=team)],
         exception_handlers={MemcliError: on_memcli_error, ApiError: on_api_error, HTTPException: on_http_error,
                             Exception: on_crash},
         lifespan=lifespan,
@@ -492,6 +522,9 @@ class McpEndpoint:
     def __init__(self, holder: ServiceHolder) -> None:
         self.holder = holder
         self.handler: ASGIApp | None = None
+        # space tokens get a stateless endpoint: each request runs in its own context (its caller's), and no
+        # session outlives the request to be reused with another token
+        self.space_handler: ASGIApp | None = None
         self.error: str | None = None
         self._ready: anyio.Event | None = None
 
@@ -500,7 +533,7 @@ class McpEndpoint:
             self._ready = anyio.Event()
         return self._ready
 
-    def _build(self) -> tuple[Any, ASGIApp]:
+    def _build(self, stateless: bool = False) -> tuple[Any, ASGIApp]:
         from mcp.server.transport_security import TransportSecuritySettings
 
         from memcli.mcp.server import build_server
@@ -508,7 +541,7 @@ class McpEndpoint:
         server = build_server(self.holder)
         # Origin/Host validation is Guard's, for every route alike.
         app = server.streamable_http_app(
-            streamable_http_path="/mcp", json_response=True,
+            streamable_http_path="/mcp", json_response=True, stateless_http=stateless,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         return server, app
 
@@ -516,8 +549,9 @@ class McpEndpoint:
         ready = self._event()
         try:
             server, app = await anyio.to_thread.run_sync(self._build)
-            async with server.session_manager.run():
-                self.handler = app
+            space_server, space_app = await anyio.to_thread.run_sync(self._build, True)
+            async with server.session_manager.run(), space_server.session_manager.run():
+                self.handler, self.space_handler = app, space_app
                 ready.set()
                 await anyio.sleep_forever()
         except Exception as exc:  # noqa: BLE001 - REST keeps working; /mcp reports it
@@ -530,6 +564,10 @@ class McpEndpoint:
         if self.handler is None:
             await error_response(503, self.error or "the MCP endpoint is not running", "unavailable")(
                 scope, receive, send)
+            return
+        caller = scope.get("state", {}).get("memcli_caller")
+        if caller is not None and not isinstance(caller, str) and self.space_handler is not None:
+            await self.space_handler(scope, receive, send)
             return
         await self.handler(scope, receive, send)
 

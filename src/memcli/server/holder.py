@@ -11,7 +11,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,13 +36,21 @@ class ServiceHolder:
         self._busy = 0
         self._cond = threading.Condition()
         self._closed = False
+        # team mode (memcli.server.team): turns the shared service into the one the current caller may use
+        self.scoper: Callable[["MemoryService"], "MemoryService"] | None = None
 
     @property
     def ready(self) -> bool:
         return self._service is not None
 
     def get(self) -> "MemoryService":
-        """The service, opened on first use. A failure to open is raised (MemcliError) and retried next time."""
+        """The service the current caller may use (see ``scoper``), opened on first use. A failure to open is
+        raised (MemcliError) and retried next time."""
+        svc = self.base()
+        return self.scoper(svc) if self.scoper is not None else svc
+
+    def base(self) -> "MemoryService":
+        """The process's own service, whoever the caller."""
         svc = self._service
         if svc is not None:
             return svc
@@ -60,7 +68,9 @@ class ServiceHolder:
 
         def run() -> None:
             try:
-                self.get().embedder.embed_query("warm up")
+                embedder = getattr(self.base(), "embedder", None)  # a team client (RemoteService) has none
+                if embedder is not None:
+                    embedder.embed_query("warm up")
             except Exception as exc:  # noqa: BLE001 - reported again on the first real call
                 log.warning("could not open the memory store yet: %s", exc)
 

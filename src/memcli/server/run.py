@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from memcli.config import Config
 
 log = logging.getLogger("memcli.server")
+MIN_NETWORK_TOKEN = 16  # characters of an admin token that a non-loopback bind accepts
 GRACEFUL_SECONDS = 5.0  # open MCP streams are cut after this; writes in flight always finish (ServiceHolder)
 
 
@@ -48,7 +49,7 @@ def _remove_server_file(home: Path) -> None:
 
 def serve(config: "Config", *, host: str | None = None, port: int | None = None,
           idle_timeout: float | None = None, allowed_origins: list[str] | None = None,
-          log_level: str = "info") -> int:
+          log_level: str = "info", ssl: tuple[str, str] | None = None) -> int:
     """Serve until SIGTERM/SIGINT (or the idle timeout). Returns the exit code."""
     import uvicorn
 
@@ -60,7 +61,13 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
     idle = config.server.idle_timeout if idle_timeout is None else idle_timeout
     secure_home(config.home)
     auth = load_or_create_auth(config.home)
-    if host not in LOOPBACK_HOSTS:
+    token = config.server.token or auth.token
+    if host not in LOOPBACK_HOSTS and len(token or "") < MIN_NETWORK_TOKEN:
+        # beyond this machine the admin token is all that stands between the network and every memory
+        log.error("refusing to listen on %s: the admin token (MEMCLI_TOKEN / [server] token) is empty or shorter "
+                  "than %d characters; unset it to use the home's generated one", host, MIN_NETWORK_TOKEN)
+        return 2
+    if host not in LOOPBACK_HOSTS and ssl is None:
         # The token is always required; beyond this machine it also travels the network in clear text.
         where = "MEMCLI_TOKEN / [server] token" if config.server.token else f"{auth_path(config.home)}"
         log.warning("serving on %s: clients need the bearer token (%s); plain HTTP carries it unencrypted, so "
@@ -89,7 +96,8 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
     app = create_app(config, host=host, idle_timeout=idle or None, on_idle=stop, allowed_origins=allowed_origins,
                      auth=auth)
     uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=log_level, access_log=False,
-                               timeout_graceful_shutdown=GRACEFUL_SECONDS, lifespan="on")
+                               timeout_graceful_shutdown=GRACEFUL_SECONDS, lifespan="on",
+                               **({"ssl_certfile": ssl[0], "ssl_keyfile": ssl[1]} if ssl else {}))
     server = Server(uv_config)
     try:
         server.run()

@@ -35,6 +35,8 @@ class SetupOptions:
     embedder: dict[str, Any] | None = None  # provider, base_url, model, dims, api_key; None: leave as is
     claude_hooks: str = "auto"  # auto (settings unless the plugin is installed) | settings | plugin | none
     use_cli: bool = True  # use the `claude` / `openclaw` CLIs when they are on PATH
+    api_url: str | None = None  # team mode: every face of this home talks to this server...
+    api_token: str | None = None  # ...with this (space) token
 
 
 @dataclass
@@ -197,6 +199,8 @@ class _Installer:
             values["namespace"] = self.opts.namespace
         if self.opts.embedder is not None:
             values["embedder"] = {k: v for k, v in self.opts.embedder.items() if v is not None}
+        if self.opts.api_url is not None:
+            values.update(api_url=self.opts.api_url, api_token=self.opts.api_token)
         path = config_path(self.m.memcli_home)
         text = self.ws.read(path)
         current = _parse_toml(text, path)

@@ -1,0 +1,305 @@
+"""Team spaces: namespaces with members, each member an agent holding its own bearer token.
+
+A space is a namespace of the store; a token (``mnemo_`` + 192 random bits) resolves to (space, agent).
+Tokens are kept only as their SHA-256 (a leaked table row proves nothing), in the ``memcli_spaces`` table of
+the memories' database — in the store, not in a home file, so server replicas on one shared store see the
+same spaces and revocations. :class:`SpaceService` is the :class:`MemoryService` a space token gets: every
+call is confined to the space's namespace whatever namespace the caller names, ids of other spaces do not
+exist for it, and its changes are audited under the token's agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memcli.audit import AuditEvent
+from memcli.errors import AmbiguousIdError, ForbiddenError, NotFoundError, ValidationError
+from memcli.models import MIN_PREFIX, Memory, normalise_scope, now_ms, validate_namespace
+from memcli.reader import quote
+from memcli.service import MemoryService
+
+if TYPE_CHECKING:
+    from memcli.store import MemoryStore
+
+SPACES_TABLE = "memcli_spaces"
+TOKEN_PREFIX = "mnemo_"
+CACHE_SECONDS = 2.0  # how long a resolved token is trusted: a revocation elsewhere (a replica) lands within it
+_ID_CHARS = set("0123456789abcdef-")
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh bearer token: ``mnemo_`` + 32 url-safe characters (192 random bits)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(24)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a space token speaks for."""
+
+    space: str  # = the namespace
+    agent: str
+    token_id: str
+
+    @property
+    def actor(self) -> str:
+        return normalise_scope(agent=self.agent)
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token as listed (never the token itself: only its id, the first 12 hex digits of its hash)."""
+
+    token_id: str
+    space: str
+    agent: str
+    created_at: int
+    revoked_at: int | None
+
+    def item(self) -> dict[str, Any]:
+        return {"token_id": self.token_id, "space_id": self.space, "agent": self.agent,
+                "created_at": self.created_at, "revoked_at": self.revoked_at, "active": self.revoked_at is None}
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        pa.field("kind", pa.string(), nullable=False),  # space | token
+        pa.field("space", pa.string(), nullable=False), pa.field("agent", pa.string()),
+        pa.field("token_id", pa.string()), pa.field("token_hash", pa.string()),
+        pa.field("created_at", pa.int64(), nullable=False), pa.field("revoked_at", pa.int64()),
+    ])
+
+
+def _agent(agent: Any) -> str:
+    """An agent name as tokens carry it (``claude-code``; ``agent:claude-code`` is accepted)."""
+    scope = normalise_scope(agent=agent)
+    if not scope.startswith("agent:"):
+        raise ValidationError("an agent name is required (e.g. --agent claude-code)")
+    return scope[len("agent:"):]
+
+
+class SpaceRegistry:
+    """Spaces and tokens of one store's database."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self._table: Any = None
+        self._lock = threading.RLock()
+        self._cache: dict[str, tuple[Caller | None, float]] = {}
+
+    def table(self) -> Any:
+        if self._table is None:
+            with self._lock:
+                if self._table is None:
+                    try:
+                        self._table = self.db.open_table(SPACES_TABLE)
+                    except (ValueError, FileNotFoundError):
+                        try:
+                            self._table = self.db.create_table(SPACES_TABLE, schema=_schema())
+                        except (ValueError, OSError):  # another process created it first
+                            self._table = self.db.open_table(SPACES_TABLE)
+        return self._table
+
+    def _rows(self, where: str) -> list[dict[str, Any]]:
+        return self.table().to_lance().to_table(filter=where).to_pylist()
+
+    def _add(self, rows: list[dict[str, Any]]) -> None:
+        import pyarrow as pa
+
+        self.table().add(pa.Table.from_pylist(rows, schema=_schema()))
+
+    # ------------------------------------------------------------------ admin
+    def spaces(self) -> list[dict[str, Any]]:
+        """Every space with its count of active tokens."""
+        rows = self._rows("kind IN ('space', 'token')")
+        out = {r["space"]: {"space_id": r["space"], "created_at": r["created_at"], "created_by": r["agent"],
+                            "active_tokens": 0} for r in rows if r["kind"] == "space"}
+        for r in rows:
+            if r["kind"] == "token" and r["revoked_at"] is None and r["space"] in out:
+                out[r["space"]]["active_tokens"] += 1
+        return sorted(out.values(), key=lambda d: d["space_id"])
+
+    def exists(self, space: str) -> bool:
+        return bool(self._rows(f"kind = 'space' AND space = {quote(space)}"))
+
+    def create(self, space: str, agent: str) -> tuple[str, TokenInfo]:
+        """A new space and its first token, for ``agent``."""
+        space = validate_namespace(space)
+        agent = _agent(agent)
+        with self._lock:
+            if self.exists(space):
+                raise ValidationError(f"space {space!r} exists already: add a token with `memcli space token add "
+                                      f"{space} --agent NAME`")
+            self._add([{"kind": "space", "space": space, "agent": agent, "token_id": None, "token_hash": None,
+                        "created_at": now_ms(), "revoked_at": None}])
+        return self.add_token(space, agent)
+
+    def add_token(self, space: str, agent: str) -> tuple[str, TokenInfo]:
+        """A new token of ``space`` for ``agent``: (the token — shown once, never stored —, its info)."""
+        space = validate_namespace(space)
+        agent = _agent(agent)
+        if not self.exists(space):
+            raise NotFoundError(f"no space {space!r}: create it with `memcli space create {space} --agent NAME`")
+        token = new_token()
+        digest = token_hash(token)
+        info = TokenInfo(token_id=digest[:12], space=space, agent=agent, created_at=now_ms(), revoked_at=None)
+        self._add([{"kind": "token", "space": space, "agent": agent, "token_id": info.token_id, "token_hash": digest,
+                    "created_at": info.created_at, "revoked_at": None}])
+        return token, info
+
+    def tokens(self, space: str) -> list[TokenInfo]:
+        space = validate_namespace(space)
+        if not self.exists(space):
+            raise NotFoundError(f"no space {space!r}")
+        rows = self._rows(f"kind = 'token' AND space = {quote(space)}")
+        return sorted((TokenInfo(r["token_id"], r["space"], r["agent"], r["created_at"], r["revoked_at"])
+                       for r in rows), key=lambda t: (t.created_at, t.token_id))
+
+    def revoke(self, space: str, ref: str) -> TokenInfo:
+        """Revoke a token of ``space`` by its id (or by the token itself). Takes effect at once here, within
+        :data:`CACHE_SECONDS` on other replicas."""
+        ref = (ref or "").strip()
+        tid = token_hash(ref)[:12] if ref.startswith(TOKEN_PREFIX) else ref.lower()
+        if not tid or not set(tid) <= set("0123456789abcdef"):
+            raise ValidationError(f"invalid token id {ref[:20]!r}: give the token id `memcli space token list` shows")
+        match = [t for t in self.tokens(space) if t.token_id == tid]
+        if not match:
+            raise NotFoundError(f"space {space!r} has no token {tid}")
+        if match[0].revoked_at is None:
+            self.table().update(where=f"kind = 'token' AND token_id = {quote(tid)}", values={"revoked_at": now_ms()})
+        self._cache.clear()
+        return next(t for t in self.tokens(space) if t.token_id == tid)
+
+    # ------------------------------------------------------------------ the hot path
+    def resolve(self, token: str) -> Caller | None:
+        """The (space, agent) of an active token, else None. Cached for :data:`CACHE_SECONDS`."""
+        if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+            return None
+        digest = token_hash(token)
+        now = time.monotonic()
+        hit = self._cache.get(digest)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        caller = None
+        for r in self._rows(f"kind = 'token' AND token_hash = {quote(digest)}"):
+            # the lookup is by hash; the comparison of what was found is constant-time all the same
+            if hmac.compare_digest(r["token_hash"], digest) and r["revoked_at"] is None:
+                caller = Caller(space=r["space"], agent=r["agent"], token_id=r["token_id"])
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[digest] = (caller, now + CACHE_SECONDS)
+        return caller
+
+
+class SpaceService(MemoryService):
+    """A :class:`MemoryService` confined to one space: the caller's namespace is ignored (the token decides),
+    another space's memory is "not found", new memories default to the agent's scope, the audit log names
+    the agent, and store-wide maintenance is refused."""
+
+    def __init__(self, base: MemoryService, caller: Caller) -> None:
+        super().__init__(base.store, base.embedder, namespace=caller.space, agent=caller.agent,
+                         project=base.project, duplicate_threshold=base.duplicate_threshold, search=base.search,
+                         actor=caller.actor)
+        self.caller = caller
+        self.calibration = base.calibration
+
+    def close(self) -> None:
+        """The embedder and store belong to the server's own service."""
+
+    def _ns(self, namespace: str | None) -> str:
+        return self.namespace  # whatever the client sent: the token decides
+
+    def _resolve(self, ref: str) -> str:
+        store: MemoryStore = self.store
+        try:
+            return store.resolve_id(ref)
+        except AmbiguousIdError:
+            pass  # ambiguous over every space: it may be unique in this one
+        raw = ref.strip().lower().replace("-", "")
+        if len(raw) < MIN_PREFIX or not set(raw) <= _ID_CHARS:
+            raise ValidationError(f"invalid memory id {ref!r}")
+        rows = store.column_values(f"namespace = {quote(self.namespace)}", ["id"])
+        hits = sorted({r["id"] for r in rows if r["id"].replace("-", "").startswith(raw)
+                       or r["id"].replace("-", "").endswith(raw)})
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            raise NotFoundError(f"no memory with id {ref}")
+        raise AmbiguousIdError(f"id {ref!r} matches {len(hits)} memories of this space: give more characters")
+
+    def get(self, ref: str) -> Memory:
+        mem = self.store.get(self._resolve(ref))
+        if mem is None or mem.namespace != self.namespace:
+            raise NotFoundError(f"no memory with id {ref}")  # the same answer as for an id nobody has
+        return mem
+
+    def list(self, *, namespace: str | None = None, all_namespaces: bool = False,
+             **kwargs: Any) -> list[Memory]:
+        return super().list(namespace=self.namespace, all_namespaces=False, **kwargs)
+
+    def forget(self, refs: Sequence[str] | str, *, source: str = "cli") -> list[str]:
+        refs = [refs] if isinstance(refs, str) else list(refs)
+        return super().forget([self.get(r).id for r in refs], source=source)
+
+    def history(self, ref: str) -> list[AuditEvent]:
+        try:
+            return self.store.audit.history(self.get(ref).id)
+        except NotFoundError:
+            events = self.store.audit.history(ref.strip().lower())  # a forgotten memory, by its full id
+            if events and all(e.namespace == self.namespace for e in events):
+                return events
+            raise NotFoundError(f"no memory with id {ref}") from None
+
+    def export(self, *, namespace: str | None = None, **kwargs: Any) -> Iterator[Memory]:
+        return super().export(namespace=self.namespace, **kwargs)
+
+    def import_records(self, records: Iterable[dict[str, Any]], **kwargs: Any) -> dict[str, int]:
+        recs = [dict(r, namespace=self.namespace) if isinstance(r, dict) else r for r in records]
+        return super().import_records(recs, **kwargs)
+
+    def stats(self) -> dict[str, Any]:
+        """This space's counts only (the store-wide figures would tell other spaces' names and sizes)."""
+        rows = self.store.column_values(f"namespace = {quote(self.namespace)}", ["scope", "tags", "expires_at"])
+        now = now_ms()
+        scopes: dict[str, int] = {}
+        tags: dict[str, int] = {}
+        for r in rows:
+            scopes[r["scope"]] = scopes.get(r["scope"], 0) + 1
+            for t in r["tags"] or []:
+                tags[t] = tags.get(t, 0) + 1
+        return {"total": len(rows), "expired": sum(1 for r in rows if r["expires_at"] is not None
+                                                   and r["expires_at"] <= now),
+                "namespaces": {self.namespace: len(rows)}, "scopes": scopes,
+                "tags": dict(sorted(tags.items(), key=lambda kv: -kv[1])[:50]),
+                "embedder": self.store.stored_identity, "space": self.namespace, "agent": self.caller.agent}
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise ForbiddenError("store maintenance needs the server's admin token, not a space token")
+
+    compact = reindex = distill = _refuse  # type: ignore[assignment]
+    distill_plan = distill_apply = distill_undo = distill_tags = _refuse  # type: ignore[assignment]
+
+    def scope_counts(self) -> dict[str, Any]:
+        """The web view's sidebar, for this space only (other spaces' names are not the caller's to see)."""
+        counts = super().scope_counts()
+        counts["namespaces"] = [n for n in counts.get("namespaces", []) if n.get("namespace") == self.namespace]
+        counts["total"] = sum(n.get("total", 0) for n in counts["namespaces"])
+        counts["default_namespace"] = self.namespace
+        return counts
+
+    def daily_counts(self, *, days: int = 30, namespace: str | None = None, all_namespaces: bool = False,
+                     tz_offset_minutes: int = 0) -> dict[str, Any]:
+        return super().daily_counts(days=days, namespace=self.namespace, all_namespaces=False,
+                                    tz_offset_minutes=tz_offset_minutes)
