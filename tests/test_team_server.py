@@ -147,7 +147,10 @@ def test_board_distill_and_web_routes_respect_the_space(team: Team) -> None:
     r = alice.post("/api/board/tasks", json={"title": "rotate the space-a vault key", "namespace": "space-b"})
     assert r.status_code == 201, r.text
     card = r.json()
-    assert card["namespace"] == "space-a"  # the token decides, as for memories
+    # the token decides, as for memories: the card is on space-a's board
+    assert team.admin.get(f"/api/board/tasks/{card['task_id']}", params={"namespace": "space-a"}).json()["title"] \
+        == "rotate the space-a vault key"
+    assert "vault key" not in team.admin.get("/api/board", params={"namespace": "space-b"}).text
     for what, resp in {
         "board": bob.get("/api/board", params={"namespace": "space-a"}),
         "tasks": bob.get("/api/board/tasks", params={"namespace": "space-a"}),
@@ -160,7 +163,7 @@ def test_board_distill_and_web_routes_respect_the_space(team: Team) -> None:
     assert got.status_code == 404 or "vault key" not in got.text
     assert bob.post(f"/api/board/tasks/{card['task_id']}/move",
                     json={"to_status": "todo", "namespace": "space-a"}).status_code in (404, 409)
-    assert alice.get(f"/api/board/tasks/{card['task_id']}").json()["status"] == card["status"]
+    assert alice.get(f"/api/board/tasks/{card['task_id']}").json()["status"] == card["task"]["status"]
     for resp in (bob.get("/api/distill/plan"), bob.post("/api/distill/apply", json={}),
                  bob.post("/api/distill/undo", json={}), bob.get("/api/distill/tags")):
         assert resp.status_code == 403, resp.text
