@@ -141,6 +141,8 @@ def test_board_shows_the_seeded_cards_in_their_columns(page: Any, seeded: dict[s
     # the detail: description, linked memory (opens in the memory panel), no run yet
     open_card(page, ids["upload"])
     assert page.text_content("#c-desc") == "Fails on big files."
+    chips = page.eval_on_selector_all("#c-chips .chip", "els => els.map(e => e.textContent)")
+    assert chips == ["codex", "bug", "ci"]
     assert "The upload test fails on files over 2 GiB" in page.text_content("#c-mems")
     assert page.text_content("#c-run-info") == "none"
     page.click(f"#c-mems li[data-id='{seeded['memory']}'] button")

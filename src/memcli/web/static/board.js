@@ -92,7 +92,7 @@ function showCard(t, keepMessages) {
   $("c-title").textContent = t.title;
   clear($("c-chips")).append(
     t.assignee ? el("span", { class: "chip scope", title: "assignee" }, t.assignee) : el("span", { class: "muted" }, "unassigned"),
-    (t.labels || []).map((l) => el("span", { class: "chip tag" }, l)));
+    ...(t.labels || []).map((l) => el("span", { class: "chip tag" }, l)));
   $("c-desc").textContent = t.description || "";
   $("c-desc").hidden = !t.description;
   const columns = board.data ? board.data.columns.map((c) => c.status) : [];
@@ -146,7 +146,7 @@ async function moveCard() {
   const t = board.card;
   const target = $("c-to").value;
   const reason = $("c-reason").value.trim();
-  if (!target) return;
+  if (!target || $("c-move").disabled) return; // one move at a time (Enter in the reason, a double click)
   $("c-move").disabled = true;
   try {
     const { data } = await api("POST", taskPath(t.task_id, "/move"),
@@ -238,6 +238,7 @@ function wireBoard() {
   $("new-card").addEventListener("submit", (ev) => { ev.preventDefault(); createCard(); });
   $("c-close").addEventListener("click", closeCard);
   $("c-move").addEventListener("click", () => moveCard());
+  $("c-reason").addEventListener("keydown", (ev) => { if (ev.key === "Enter") moveCard(); });
   $("c-run").addEventListener("click", () => runJob());
 }
 
