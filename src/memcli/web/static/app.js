@@ -163,7 +163,7 @@ async function loadSidebar() {
 function selectNamespace(ns) {
   state.namespace = ns;
   state.scope = null;
-  refreshAll();
+  refreshAll(true);
 }
 
 function selectScope(scope) {
@@ -495,7 +495,8 @@ function report(e) {
   banner(e instanceof ApiError ? `${e.message}` : String(e), "error");
 }
 
-function refreshAll() {
+function refreshAll(namespaceChanged) {
+  if (typeof boardRefresh === "function") boardRefresh(namespaceChanged === true); // board.js
   loadSidebar()
     .then(() => Promise.all([state.query ? runSearch() : loadList(true), loadChart()]))
     .catch(report);
