@@ -259,9 +259,16 @@ class IndexMaintenance:
 
     @contextmanager
     def _compact_lock(self, blocking: bool) -> Iterator[bool]:
-        """One compactor at a time across processes (an flock beside a local store)."""
+        """One compactor at a time across processes (an flock beside a local store; on s3:// a lease object
+        written with a conditional PUT; on other object stores none: racing compactions are retried)."""
         if not self._local:
-            yield True
+            if not self.uri.lower().startswith("s3://"):
+                yield True
+                return
+            from memcli.objectstore import CompactionLease
+
+            with CompactionLease(self.uri, getattr(self, "storage_options", {})).hold(blocking) as owner:
+                yield owner
             return
         import fcntl
 
@@ -314,7 +321,9 @@ class IndexMaintenance:
                 op()
                 return
             except (RuntimeError, OSError, ValueError) as exc:
-                if "conflict" not in str(exc).lower() or attempt == retries - 1:
+                text = str(exc).lower()
+                busy = "conflict" in text or "too many concurrent writers" in text
+                if not busy or attempt == retries - 1:
                     raise StoreError(f"compaction failed: {exc}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)

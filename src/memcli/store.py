@@ -155,6 +155,7 @@ class MemoryStore(IndexMaintenance):
         self.identity = identity
         self.auto_compact_fragments = auto_compact_fragments
         self._local = "://" not in uri
+        self.storage_options = dict(storage_options or {})
         self._writes_since_check = 0
         self._fts_ready = False
         self._token_best: dict[tuple[str, str | None], tuple[float, float]] = {}
@@ -166,7 +167,7 @@ class MemoryStore(IndexMaintenance):
                 Path(uri).mkdir(parents=True, exist_ok=True, mode=0o700)
             self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), storage_options=storage_options)
             self._meta = self._open_meta()
-            self.audit = AuditLog(self.db)
+            self.audit = AuditLog(self.db, commit=self._commit)
             meta = self.read_meta()
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"cannot open the store at {uri}: {exc}. Run `memcli doctor`.") from exc
@@ -220,7 +221,8 @@ class MemoryStore(IndexMaintenance):
         import pyarrow as pa
 
         rows = pa.Table.from_pylist([{"key": k, "value": v} for k, v in values.items()], schema=self._meta.schema)
-        (self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(rows))
+        self._commit(lambda: self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+                     .execute(rows), "writing the store's settings")
 
     def _open_or_create(self, name: str, dim: int) -> Any:
         try:

@@ -206,7 +206,8 @@ def _store(cfg: Any, embedder: Any) -> tuple[Any, Check]:
     if "://" not in uri and not (Path(uri) / "memcli_meta.lance").exists():
         return None, Check("store", "ok", f"{uri} is not created yet (the first `memcli remember` creates it)")
     try:
-        store = MemoryStore(uri, embedder.identity(), auto_compact_fragments=0)
+        store = MemoryStore(uri, embedder.identity(), auto_compact_fragments=0,
+                            storage_options=cfg.storage_options or None)
     except EmbedderMismatchError as exc:
         return None, Check("store", "fail", exc.message,
                            "set the embedder the store was built with, or run `memcli reindex`")
