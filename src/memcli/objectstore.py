@@ -122,18 +122,16 @@ class S3Client:
                              "environment (the store itself may use a profile or an instance role, the check "
                              "cannot); set them, or start with --single-writer to skip the check")
 
-    def request(self, method: str, bucket: str, key: str, body: bytes = b"",
-                headers: Mapping[str, str] | None = None) -> "tuple[int, bytes]":
-        """One request (path-style, like lance's object store). Returns (status, body)."""
-        import httpx
-
+    def sign(self, method: str, bucket: str, key: str, body: bytes = b"",
+             headers: Mapping[str, str] | None = None,
+             now: "_dt.datetime | None" = None) -> "tuple[str, dict[str, str]]":
+        """The URL (path-style, like lance's object store) and the SigV4-signed headers of one request."""
         path = "/" + _urlquote(bucket, safe="") + "/" + _urlquote(key, safe="/-_.~")
         url = self.endpoint + path
-        host = urlsplit(url).netloc
-        now = _dt.datetime.now(_dt.timezone.utc)
+        now = now or _dt.datetime.now(_dt.timezone.utc)
         amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
         payload_hash = hashlib.sha256(body).hexdigest() if body else _EMPTY_SHA
-        hdrs = {"host": host, "x-amz-content-sha256": payload_hash, "x-amz-date": amz_date}
+        hdrs = {"host": urlsplit(url).netloc, "x-amz-content-sha256": payload_hash, "x-amz-date": amz_date}
         if self.token:
             hdrs["x-amz-security-token"] = self.token
         for k, v in (headers or {}).items():
@@ -149,7 +147,15 @@ class S3Client:
         sig = hmac.new(key_, to_sign.encode(), hashlib.sha256).hexdigest()
         hdrs["authorization"] = (f"AWS4-HMAC-SHA256 Credential={self.access_key}/{scope}, SignedHeaders={signed}, "
                                  f"Signature={sig}")
-        del hdrs["host"]  # httpx sets it (identically)
+        return url, hdrs
+
+    def request(self, method: str, bucket: str, key: str, body: bytes = b"",
+                headers: Mapping[str, str] | None = None) -> "tuple[int, bytes]":
+        """One signed request. Returns (status, body)."""
+        import httpx
+
+        url, hdrs = self.sign(method, bucket, key, body, headers)
+        del hdrs["host"]  # httpx sends the same one
         try:
             resp = httpx.request(method, url, content=body, headers=hdrs, timeout=self.timeout)
         except httpx.HTTPError as exc:

@@ -63,6 +63,8 @@ def run_checks(st: State) -> list[Check]:
         checks.append(Check("store", "skip", "the configuration did not load"))
         return checks
     checks.append(_server(cfg))
+    if "://" in cfg.data_uri:
+        checks.append(_object_store(cfg))
     embedder, check = _embedder(cfg)
     checks.append(check)
     if embedder is None:
@@ -177,6 +179,20 @@ def _disk(home: Path) -> Check:
     if free < MIN_FREE_WARN:
         return Check("free disk space", "warn", text, "free some disk space soon")
     return Check("free disk space", "ok", text)
+
+
+def _object_store(cfg: Any) -> Check:
+    """On object storage: does the store refuse to overwrite a commit (what several replicas need)?"""
+    from memcli.objectstore import ConditionalPutUnsupported, check_conditional_put
+
+    try:
+        return Check("object storage", "ok", check_conditional_put(cfg.data_uri, cfg.storage_options))
+    except ConditionalPutUnsupported as exc:
+        if cfg.server.single_writer:
+            return Check("object storage", "warn", exc.message, "run one writer only (single_writer is set)")
+        return Check("object storage", "fail", exc.message, "see README: Object storage")
+    except _CHECK_ERRORS as exc:
+        return Check("object storage", "fail", _msg(exc), "check the bucket, AWS_* credentials, AWS_ENDPOINT_URL")
 
 
 def _embedder(cfg: Any) -> tuple[Any, Check]:
