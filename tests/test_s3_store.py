@@ -187,6 +187,11 @@ def test_two_replicas_write_concurrently_and_lose_nothing(replicas: list[ServerP
         ids = [it["memory_id"] for it in items]
         assert len(ids) == len(set(ids)) == 200
         assert {it["memory_id"]: it["content"] for it in items} == acked
+    # the audit log (its own table on the store) kept every event of those concurrent writes too
+    with replicas[1].client(timeout=60) as c:
+        for mid in list(acked)[::20]:
+            events = c.get(f"/api/memories/{mid}/history").json()
+            assert [e["action"] for e in events] == ["remember"], (mid, events)
     # a memory written through one replica is found by keyword through the other
     mid, text = next((k, v) for k, v in acked.items() if v.startswith("replica a single 7:"))
     with replicas[1].client(timeout=60) as c:
