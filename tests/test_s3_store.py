@@ -231,3 +231,25 @@ def test_serve_names_a_missing_bucket(moto: MotoServer, tmp_path: Path) -> None:
     run = subprocess.run([MEMCLI, "serve", "--port", str(free_port())], env=env, capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 1 and "NoSuchBucket" in run.stderr, run.stderr
+
+
+def test_compaction_lease_is_one_at_a_time_across_processes(moto: MotoServer) -> None:
+    """Replicas on other machines share no flock: the lease object on the bucket lets one compactor in, and a
+    lease left by a dead compactor is taken over once stale."""
+    import json
+
+    from memcli.objectstore import LEASE_KEY, LEASE_STALE_SECONDS, CompactionLease, S3Client, S3Location
+
+    uri = _uri()
+    opts = load_config(Path("/nonexistent"), env=s3_env(moto.endpoint, uri)).storage_options
+    first, second = CompactionLease(uri, opts), CompactionLease(uri, opts)
+    with first.hold(blocking=False) as a:
+        with second.hold(blocking=False) as b:
+            assert a is True and b is False
+    with second.hold(blocking=False) as b:
+        assert b is True  # released
+    loc = S3Location.parse(uri)
+    dead = json.dumps({"host": "gone", "pid": 1, "at": time.time() - LEASE_STALE_SECONDS - 5}).encode()
+    assert S3Client(opts).request("PUT", loc.bucket, loc.key(LEASE_KEY), dead)[0] == 200
+    with first.hold(blocking=False) as a:
+        assert a is True
