@@ -67,6 +67,18 @@ def test_store_uri_config(tmp_path: Path) -> None:
             load_config(tmp_path, env={"MEMCLI_STORE_URI": bad})
 
 
+def test_probe_without_a_key_pair() -> None:
+    """Credentials from a profile or an instance role cannot sign the probe: AWS itself is trusted (it honours
+    conditional PUT) and says so; an S3-compatible endpoint is refused with what to do."""
+    from memcli.errors import StoreError
+    from memcli.objectstore import check_conditional_put
+
+    assert "not probed" in check_conditional_put("s3://bucket/p", {"aws_region": "eu-west-1"})
+    with pytest.raises(StoreError, match="--single-writer"):
+        check_conditional_put("s3://bucket/p", {"aws_endpoint": "http://127.0.0.1:9"})
+    assert "not checked" in check_conditional_put("s3+ddb://bucket/p?ddbTableName=t", {})
+
+
 def test_probe_signature_matches_botocore() -> None:
     """The probe's hand-made SigV4 signature is the one AWS's own SDK computes (moto does not verify it)."""
     import datetime as dt

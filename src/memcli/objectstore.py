@@ -179,6 +179,12 @@ def check_conditional_put(uri: str, options: Mapping[str, str]) -> str:
         # s3+ddb: DynamoDB orders the commits; gs/az: lance uses their native preconditions
         return f"{scheme}:// commits do not depend on S3 conditional PUT: not checked"
     loc = S3Location.parse(uri)
+    if not (options.get("aws_access_key_id") and options.get("aws_secret_access_key")) and not options.get(
+            "aws_endpoint"):
+        # AWS itself with a profile or an instance role (which only lance's credential chain resolves): AWS S3
+        # has honoured If-None-Match since August 2024, and the probe could not sign its request anyway
+        return ("AWS S3 honours conditional PUT; not probed (no AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the "
+                "environment to sign the probe)")
     client = S3Client(options)
     key = loc.key(f"{PROBE_DIR}/{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex}")
     body = b"memcli conditional-put probe\n"
