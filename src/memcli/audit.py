@@ -69,13 +69,19 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
 class AuditLog:
     """The audit table of one LanceDB database."""
 
-    def __init__(self, db: Any, commit: Callable[..., Any] | None = None) -> None:
+    def __init__(self, db: Any, commit: Callable[..., Any] | None = None,
+                 open_or_create: Callable[[str, Callable[[], Any]], Any] | None = None) -> None:
         self.db = db
         self._table: Any = None
+        # the store's creation path: on object storage one creator at a time (replicas race for it)
+        self._open_or_create = open_or_create
         # the store's commit wrapper: retries while other writers (other replicas) keep committing first
         self._commit = commit
 
     def table(self) -> Any:
+        if self._table is None and self._open_or_create is not None:
+            self._table = self._open_or_create(AUDIT_TABLE, lambda: self.db.create_table(AUDIT_TABLE,
+                                                                                           schema=_schema()))
         if self._table is None:
             try:
                 self._table = self.db.open_table(AUDIT_TABLE)

@@ -26,7 +26,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from urllib.parse import quote as _urlquote
 from urllib.parse import urlsplit
@@ -38,6 +38,7 @@ log = logging.getLogger("memcli.objectstore")
 REMOTE_SCHEMES = ("s3", "s3+ddb", "gs", "az")
 PROBE_DIR = "_memcli/probes"
 LEASE_KEY = "_memcli/compact.lease"
+CREATE_LEASE_KEY = "_memcli/create.lease"
 LEASE_STALE_SECONDS = 600.0  # a compactor that died holding the lease frees it after this long
 _EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
@@ -224,9 +225,9 @@ class CompactionLease:
     over (its holder died). Without usable credentials or conditional PUT it grants the lease (compaction
     commits are retried on conflicts, so racing compactors cost time, not data)."""
 
-    def __init__(self, uri: str, options: Mapping[str, str]) -> None:
+    def __init__(self, uri: str, options: Mapping[str, str], name: str = LEASE_KEY) -> None:
         self.loc = S3Location.parse(uri)
-        self.key = self.loc.key(LEASE_KEY)
+        self.key = self.loc.key(name)
         try:
             self.client: S3Client | None = S3Client(options)
         except StoreError:
@@ -276,3 +277,13 @@ class CompactionLease:
                 self.client.request("DELETE", self.loc.bucket, self.key)
             except StoreError as exc:  # it goes stale and is taken over later
                 log.warning("releasing the compaction lease: %s", exc)
+
+
+def creation_guard(uri: str, options: Mapping[str, str]) -> "AbstractContextManager[bool]":
+    """One table creator at a time on an s3:// store. Two replicas creating the same table at once (a fresh
+    prefix, both starting or writing their first audit event) raced here: one's create became an Overwrite
+    after the other's first append, which then failed as incompatible; creating under a lease, after
+    checking again that the table is still missing, leaves one creator."""
+    if not uri.lower().startswith("s3://"):
+        return nullcontext(True)
+    return CompactionLease(uri, options, CREATE_LEASE_KEY).hold(blocking=True, wait_seconds=60.0)
