@@ -29,7 +29,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "user-home").mkdir()
     monkeypatch.setenv("MEMCLI_EMBEDDER", "hash")
     for var in ("MEMCLI_NAMESPACE", "MEMCLI_AGENT", "MEMCLI_EMBED_BASE_URL", "MEMCLI_EMBED_MODEL",
-                "MEMCLI_EMBED_DIMS", "MEMCLI_EMBED_API_KEY", "MEMCLI_STORAGE_URI", "MEMCLI_PORT", "MEMCLI_TOKEN",
+                "MEMCLI_EMBED_DIMS", "MEMCLI_EMBED_API_KEY", "MEMCLI_STORAGE_URI", "MEMCLI_STORE_URI", "MEMCLI_SINGLE_WRITER", "MEMCLI_PORT", "MEMCLI_TOKEN",
                 "MEMCLI_JSON", "XDG_DATA_HOME"):
         monkeypatch.delenv(var, raising=False)
     return home

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcli.errors import MemcliError
 from memcli.models import new_id, now_ms
 from memcli.reader import quote
 
@@ -67,11 +69,19 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
 class AuditLog:
     """The audit table of one LanceDB database."""
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, commit: Callable[..., Any] | None = None,
+                 open_or_create: Callable[[str, Callable[[], Any]], Any] | None = None) -> None:
         self.db = db
         self._table: Any = None
+        # the store's creation path: on object storage one creator at a time (replicas race for it)
+        self._open_or_create = open_or_create
+        # the store's commit wrapper: retries while other writers (other replicas) keep committing first
+        self._commit = commit
 
     def table(self) -> Any:
+        if self._table is None and self._open_or_create is not None:
+            self._table = self._open_or_create(AUDIT_TABLE, lambda: self.db.create_table(AUDIT_TABLE,
+                                                                                           schema=_schema()))
         if self._table is None:
             try:
                 self._table = self.db.open_table(AUDIT_TABLE)
@@ -93,9 +103,16 @@ class AuditLog:
                  "namespace": e.namespace, "version": int(e.version),
                  "changes": json.dumps(e.changes, ensure_ascii=False, default=str) if e.changes else None,
                  "note": e.note or None, "at": e.at or now} for e in events]
+        data = pa.Table.from_pylist(rows, schema=_schema())
         try:
-            self.table().add(pa.Table.from_pylist(rows, schema=_schema()))
-        except (OSError, RuntimeError, ValueError) as exc:
+            table = self.table()
+            if self._commit is None:
+                table.add(data)
+            else:
+                ids = "event_id IN (" + ", ".join(quote(r["event_id"]) for r in rows) + ")"
+                self._commit(lambda: table.add(data), "writing the audit log",
+                             landed=lambda: table.count_rows(ids) == len(rows))
+        except (OSError, RuntimeError, ValueError, MemcliError) as exc:
             log.warning("could not write %d audit event(s): %s", len(rows), exc)
 
     def history(self, memory_id: str, limit: int = 1000) -> list[AuditEvent]:

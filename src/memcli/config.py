@@ -75,6 +75,8 @@ class ServerConfig:
     rate_burst: int = 200
     ip_rate_limit: float = 100.0  # requests per second, per client IP (space tokens and refused requests)
     ip_rate_burst: int = 400
+    # on object storage: skip the conditional-PUT check, knowingly running one writer (see objectstore.py)
+    single_writer: bool = False
 
 
 DEFAULT_COLUMNS = ("backlog", "todo", "doing", "review", "done")
@@ -118,7 +120,9 @@ class Config:
     home: Path = field(default_factory=default_home)
     namespace: str = DEFAULT_NAMESPACE
     agent: str | None = None
-    storage_uri: str | None = None  # default: <home>/data ; may be s3://, gs://, az://
+    storage_uri: str | None = None  # default: <home>/data ; may be s3://, gs://, az:// (MEMCLI_STORE_URI)
+    # lance storage options of an object-store URI (credentials, endpoint, region: from the AWS_* variables)
+    storage_options: dict[str, str] = field(default_factory=dict)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     hooks: HooksConfig = field(default_factory=HooksConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
@@ -144,6 +148,8 @@ _ENV_MAP = {
     "MEMCLI_NAMESPACE": ("namespace", None),
     "MEMCLI_AGENT": ("agent", None),
     "MEMCLI_STORAGE_URI": ("storage_uri", None),
+    "MEMCLI_STORE_URI": ("storage_uri", None),
+    "MEMCLI_SINGLE_WRITER": ("single_writer", "server"),
     "MEMCLI_EMBEDDER": ("provider", "embedder"),
     "MEMCLI_EMBED_BASE_URL": ("base_url", "embedder"),
     "MEMCLI_EMBED_MODEL": ("model", "embedder"),
@@ -215,6 +221,8 @@ def load_config(
                 _apply(getattr(cfg, section), sub, str(path))
         cfg.board = _board_config(data.pop("board", None), str(path))
         cfg.jobs = _jobs_config(data.pop("jobs", None), str(path))
+        if "store_uri" in data:  # the name MEMCLI_STORE_URI suggests
+            data["storage_uri"] = data.pop("store_uri")
         _apply(cfg, data, str(path))
     for var, (name, section) in _ENV_MAP.items():
         if env.get(var):
@@ -231,6 +239,12 @@ def load_config(
         validate_namespace(cfg.namespace)
     except Exception as exc:
         raise ConfigError(str(exc)) from None
+    if cfg.storage_uri:
+        from memcli.objectstore import storage_options_from_env, validate_store_uri
+
+        cfg.storage_uri = validate_store_uri(cfg.storage_uri) or None
+        if cfg.storage_uri and "://" in cfg.storage_uri:
+            cfg.storage_options = storage_options_from_env(cfg.storage_uri, env)
     if cfg.embedder.provider not in ("local", "openai", "jina", "hash"):
         raise ConfigError(f"unknown embedder {cfg.embedder.provider!r}: use local, openai or jina")
     return cfg

@@ -87,7 +87,8 @@ class MemoryService:
 
         embedder = make_embedder(config.embedder)
         store = MemoryStore(config.data_uri, embedder.identity(), allow_mismatch=allow_mismatch,
-                            auto_compact_fragments=config.auto_compact_fragments)
+                            auto_compact_fragments=config.auto_compact_fragments,
+                            storage_options=config.storage_options or None)
         return cls(store, embedder, namespace=config.namespace, agent=config.agent, project=project,
                    duplicate_threshold=config.duplicate_threshold)
 

@@ -180,6 +180,7 @@ class MemoryStore(IndexMaintenance):
         self.identity = identity
         self.auto_compact_fragments = auto_compact_fragments
         self._local = "://" not in uri
+        self.storage_options = dict(storage_options or {})
         self._writes_since_check = 0
         self._fts_ready = False
         self._token_best: dict[tuple[str, str | None], tuple[float, float]] = {}
@@ -191,7 +192,7 @@ class MemoryStore(IndexMaintenance):
                 Path(uri).mkdir(parents=True, exist_ok=True, mode=0o700)
             self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), storage_options=storage_options)
             self._meta = self._open_meta()
-            self.audit = AuditLog(self.db)
+            self.audit = AuditLog(self.db, commit=self._commit, open_or_create=self.open_or_create)
             meta = self.read_meta()
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"cannot open the store at {uri}: {exc}. Run `memcli doctor`.") from exc
@@ -227,16 +228,31 @@ class MemoryStore(IndexMaintenance):
         import pyarrow as pa
 
         schema = pa.schema([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())])
-        try:
-            return self.db.open_table(META_TABLE)
-        except (ValueError, FileNotFoundError):
-            pass
-        try:
+        def create() -> Any:
             t = self.db.create_table(META_TABLE, schema=schema)
             t.set_unenforced_primary_key("key")
             return t
-        except (ValueError, OSError):  # another process created it first
-            return self.db.open_table(META_TABLE)
+
+        return self.open_or_create(META_TABLE, create)
+
+    def open_or_create(self, name: str, create: Callable[[], Any]) -> Any:
+        """Open a table, or create it with ``create()`` if it is missing: on object storage one creator at a
+        time (objectstore.creation_guard); another process may have created it first either way."""
+        try:
+            return self.db.open_table(name)
+        except (ValueError, FileNotFoundError):
+            pass
+        from memcli.objectstore import creation_guard
+
+        with creation_guard(self.uri, self.storage_options):
+            try:
+                return self.db.open_table(name)
+            except (ValueError, FileNotFoundError):
+                pass
+            try:
+                return create()
+            except (ValueError, OSError):  # another process created it first
+                return self.db.open_table(name)
 
     def read_meta(self) -> dict[str, str]:
         """Key/value settings stored with the table (schema version, embedder identity, active table)."""
@@ -246,17 +262,16 @@ class MemoryStore(IndexMaintenance):
         import pyarrow as pa
 
         rows = pa.Table.from_pylist([{"key": k, "value": v} for k, v in values.items()], schema=self._meta.schema)
-        (self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(rows))
+        self._commit(lambda: self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+                     .execute(rows), "writing the store's settings")
 
     def _open_or_create(self, name: str, dim: int) -> Any:
-        try:
-            table = self.db.open_table(name)
-        except (ValueError, FileNotFoundError):
-            try:
-                table = self.db.create_table(name, schema=memory_schema(dim))
-                table.set_unenforced_primary_key("id")
-            except (ValueError, OSError):
-                table = self.db.open_table(name)
+        def create() -> Any:
+            t = self.db.create_table(name, schema=memory_schema(dim))
+            t.set_unenforced_primary_key("id")
+            return t
+
+        table = self.open_or_create(name, create)
         field = table.schema.field("vector")
         if field.type.list_size != dim:
             raise EmbedderMismatchError(

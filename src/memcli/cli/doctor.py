@@ -63,6 +63,8 @@ def run_checks(st: State) -> list[Check]:
         checks.append(Check("store", "skip", "the configuration did not load"))
         return checks
     checks.append(_server(cfg))
+    if "://" in cfg.data_uri:
+        checks.append(_object_store(cfg))
     embedder, check = _embedder(cfg)
     checks.append(check)
     if embedder is None:
@@ -179,6 +181,20 @@ def _disk(home: Path) -> Check:
     return Check("free disk space", "ok", text)
 
 
+def _object_store(cfg: Any) -> Check:
+    """On object storage: does the store refuse to overwrite a commit (what several replicas need)?"""
+    from memcli.objectstore import ConditionalPutUnsupported, check_conditional_put
+
+    try:
+        return Check("object storage", "ok", check_conditional_put(cfg.data_uri, cfg.storage_options))
+    except ConditionalPutUnsupported as exc:
+        if cfg.server.single_writer:
+            return Check("object storage", "warn", exc.message, "run one writer only (single_writer is set)")
+        return Check("object storage", "fail", exc.message, "see README: Object storage")
+    except _CHECK_ERRORS as exc:
+        return Check("object storage", "fail", _msg(exc), "check the bucket, AWS_* credentials, AWS_ENDPOINT_URL")
+
+
 def _embedder(cfg: Any) -> tuple[Any, Check]:
     from memcli.embedders import make_embedder
 
@@ -206,7 +222,8 @@ def _store(cfg: Any, embedder: Any) -> tuple[Any, Check]:
     if "://" not in uri and not (Path(uri) / "memcli_meta.lance").exists():
         return None, Check("store", "ok", f"{uri} is not created yet (the first `memcli remember` creates it)")
     try:
-        store = MemoryStore(uri, embedder.identity(), auto_compact_fragments=0)
+        store = MemoryStore(uri, embedder.identity(), auto_compact_fragments=0,
+                            storage_options=cfg.storage_options or None)
     except EmbedderMismatchError as exc:
         return None, Check("store", "fail", exc.message,
                            "set the embedder the store was built with, or run `memcli reindex`")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from memcli.cli.context import state, with_namespace
+
+if TYPE_CHECKING:
+    from memcli.config import Config
 
 
 def register(app: typer.Typer) -> None:
@@ -29,6 +32,10 @@ def register(app: typer.Typer) -> None:
         ssl_certfile: Optional[str] = typer.Option(None, "--ssl-certfile", help="Serve HTTPS with this certificate "
                                                    "(PEM; a team server without a TLS proxy in front)."),
         ssl_keyfile: Optional[str] = typer.Option(None, "--ssl-keyfile", help="The certificate's private key (PEM)."),
+        single_writer: Optional[bool] = typer.Option(None, "--single-writer", help="On object storage: skip the "
+                                                     "conditional-PUT check, knowing that this is the only "
+                                                     "process writing to the store (config: [server] "
+                                                     "single_writer)."),
     ) -> None:
         """Serve the memory over HTTP: REST under /api, MCP at /mcp, GET /health; every route but /health needs
         Authorization: Bearer <token>.
@@ -47,7 +54,27 @@ def register(app: typer.Typer) -> None:
         setup_file_logging(config, "server", level=level, stderr_level=level)
         if (ssl_certfile is None) != (ssl_keyfile is None):
             raise typer.BadParameter("give both --ssl-certfile and --ssl-keyfile", param_hint="--ssl-certfile")
+        if "://" in config.data_uri:
+            _check_object_store(config, single_writer)
         code = run_server(config, host=host, port=port, idle_timeout=idle_timeout, allowed_origins=allow_origin,
                           log_level=log_level.lower(), ssl=(ssl_certfile, ssl_keyfile) if ssl_certfile else None)
         if code:
             raise typer.Exit(code)
+
+
+def _check_object_store(config: "Config", single_writer: Optional[bool]) -> None:
+    """Several replicas may share an object-store dataset only if the store refuses to overwrite a commit
+    (objectstore.py): check it once at startup, and refuse to serve when it does not."""
+    from memcli.errors import MemcliError
+    from memcli.objectstore import check_conditional_put
+
+    log = logging.getLogger("memcli.server")
+    if single_writer or (single_writer is None and config.server.single_writer):
+        log.warning("--single-writer: conditional PUT not checked on %s; run no other writer on this store",
+                    config.data_uri)
+        return
+    try:
+        log.info("object store: %s", check_conditional_put(config.data_uri, config.storage_options))
+    except MemcliError as exc:
+        log.error("memcli serve refuses to start: %s", exc.message)
+        raise typer.Exit(1) from None
