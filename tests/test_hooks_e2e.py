@@ -534,8 +534,11 @@ def test_hooks_send_the_servers_token(home: Path, tmp_path: Path) -> None:
                     prompt="which database does the billing service use?")
         assert "PostgreSQL 16" in run_hook("UserPromptSubmit", p, srv.env).context
         wrong = run_hook("UserPromptSubmit", {**p, "session_id": "tok2"}, {**srv.env, "MEMCLI_TOKEN": "nope"})
-        assert wrong.rc == 0 and wrong.out == "" and wrong.err == ""
+        # the server refuses the wrong token; the hook then treats it as not its own and may start a server of
+        # its own with the token it was given (in time to answer, on a quick machine): quiet either way
+        assert wrong.rc == 0 and wrong.err == ""
         assert "HTTP 401" in (home / "logs" / "hooks.log").read_text()
     finally:
         srv.stop()
+        kill_spawned(home)
         kill_spawned(home)  # the refused hook started a server of its own (with its token)

@@ -389,7 +389,7 @@ def test_mcp_raw_bytes_over_stdio_and_http(seeded: tuple[Server, list[str], list
         send(line)
     send(json.dumps(_rpc(20, "tools/list", {})).encode())
     msgs = replies_until(20)
-    assert len(msgs[-1]["result"]["tools"]) == 7  # still serving
+    assert {"remember", "recall", "forget"} <= {t["name"] for t in msgs[-1]["result"]["tools"]}  # still serving
     # the SDK's reader drops a line it cannot parse (lone surrogates included) without an answer; whatever it
     # does answer about those calls is an error
     assert all(m.get("error") or m["result"]["isError"] is True for m in msgs[:-1]), msgs

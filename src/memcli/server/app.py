@@ -225,6 +225,10 @@ def _new_memory(data: Any, what: str = "the memory") -> Any:
         d = {**d, "importance": 0.5}
     if d.get("created_at") is not None and not _is_int(d["created_at"]):
         raise ValidationError(f"{what}: created_at must be epoch milliseconds (an integer)")
+    for name in ("key", "scope", "agent", "namespace", "project"):
+        # checked here, before the write batcher groups items by these values (a dict is not a key)
+        if d.get(name) is not None and not isinstance(d[name], str):
+            raise ValidationError(f"{what}: {name} must be a string, got {type(d[name]).__name__}")
     return NewMemory(**d)
 
 
