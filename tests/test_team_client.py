@@ -256,6 +256,7 @@ def test_setup_server_token_points_every_face_of_the_home_at_the_server(remote: 
     p = subprocess.run([MEMCLI, "setup", "--yes", "--server", remote.srv.url, "--token", remote.token,
                         "--claude-hooks", "none", "--no-cli"], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
+    assert remote.token not in p.stdout + p.stderr and "api_token" in p.stdout  # the diff shows the key, not the token
     cfg = remote.tmp / "setup-home" / "config.toml"
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
     text = cfg.read_text()

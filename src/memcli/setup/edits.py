@@ -33,6 +33,22 @@ class SetupError(MemcliError):
 MISSING: Any = object()
 
 
+# Secrets a config file may hold (space tokens, the server's bearer token): written to the file, never shown
+# in the diff that setup prints (terminals are scrolled back, screen-shared and logged).
+_SECRETS = (
+    (re.compile(r"\bmnemo_[A-Za-z0-9_\-]{4,}"), "mnemo_…"),
+    (re.compile(r"(Bearer\s+)[^\s\"',]+"), r"\1…"),
+    (re.compile(r"((?:api_token|token|MEMCLI_TOKEN|MEMCLI_API_TOKEN)[\"']?\s*[=:]\s*[\"'])[^\"']+"), r"\1…"),
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with every token replaced by an ellipsis (what setup shows of a change)."""
+    for pattern, repl in _SECRETS:
+        text = pattern.sub(repl, text)
+    return text
+
+
 # ---------------------------------------------------------------------------------------------- files
 @dataclass
 class FileChange:
@@ -51,7 +67,7 @@ class FileChange:
         b = (self.after or "").splitlines(keepends=True)
         lines = difflib.unified_diff(a, b, fromfile=str(self.path) if self.before is not None else "/dev/null",
                                      tofile=str(self.path) if self.after is not None else "/dev/null", n=context)
-        return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines)
+        return redact("".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines))
 
 
 @dataclass
