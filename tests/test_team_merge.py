@@ -263,3 +263,30 @@ def test_an_older_spaces_table_gains_the_setting_as_refuse(tmp_path: Path) -> No
     assert reg.resolve(token) is not None and reg.conflict("legacy") == "refuse"
     assert reg.set_conflict("legacy", "llm-merge")["conflict"] == "llm-merge"
     assert SpaceRegistry(lancedb.connect(str(tmp_path / "data"))).conflict("legacy") == "llm-merge"
+
+
+def test_a_stale_mcp_update_of_a_space_token_is_merged_too(team: Team) -> None:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    FakeLlm.mode, FakeLlm.requests = "ok", []
+    mid, _ = _conflict(team, ("alice", "anna"), "the mcp train leaves on tuesdays")
+
+    async def main() -> tuple[Any, Any]:
+        headers = {"Authorization": f"Bearer {team.tokens['alice']}"}
+        async with create_mcp_http_client(headers=headers) as client, \
+                streamable_http_client(team.srv.url + "/mcp", http_client=client) as (read, write), \
+                ClientSession(read, write) as s:
+            await s.initialize()
+            merged = await s.call_tool("update", {"memory_id": mid, "content": "the mcp train leaves at noon",
+                                                  "expected_version": 1})
+            stale = await s.call_tool("update", {"memory_id": mid, "tags": ["x"], "expected_version": 1})
+            return merged, stale
+
+    merged, stale = anyio.run(main)
+    assert not merged.is_error, merged.content
+    assert json.loads(merged.content[0].text) == {"ok": True, "memory_id": mid, "version": 3, "merged": True,
+                                                  "content": MERGED}
+    assert stale.is_error and "version 3" in stale.content[0].text  # no content: refused
