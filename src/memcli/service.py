@@ -411,7 +411,9 @@ class MemoryService:
                 raise VersionConflictError(f"memory {gone[0].id} is at version {gone[0].version}, not "
                                            f"{expected_version}: it changed since you read it",
                                            current_version=gone[0].version)
-        self.store.delete(ids)
+        deleted = self.store.delete(ids, expected_version=expected_version)
+        if expected_version is not None and not deleted:  # changed between the read and the delete
+            raise VersionConflictError(f"memory {ids[0]} changed while it was being deleted; read it and try again")
         self._audit([AuditEvent(memory_id=m.id, action="forget", actor=self._actor(source), namespace=m.namespace,
                                 version=m.version, changes={"content": [clip(m.content), None]}) for m in gone])
         return ids
