@@ -80,7 +80,7 @@ def _no_llm_warning(d: dict[str, Any]) -> None:
     from memcli.cli.output import err
 
     if d.get("llm_merge_ready") is False:
-        err.print("[yellow]No LLM endpoint is configured ([hooks] llm_provider, llm_base_url, llm_model, "
+        err.print("[yellow]No LLM endpoint is configured (\\[hooks] llm_provider, llm_base_url, llm_model, "
                   "llm_api_key in the server's config): until there is one, stale updates are refused.[/yellow]")
 
 
@@ -96,8 +96,8 @@ def _new_token(d: dict[str, Any]) -> None:
               "(memcli setup --server URL --token TOKEN).[/yellow]")
 
 
-_CONFLICT_HELP = ("What a stale update gets: refuse (412, the default) or llm-merge (the [hooks] llm endpoint "
-                  "merges it; refused when it cannot).")
+_CONFLICT_HELP = ("What a stale update gets: refuse (412, the default) or llm-merge (the LLM endpoint of the "
+                  "hooks config merges it; refused when it cannot).")
 
 
 def _mode(value: str) -> str:
