@@ -76,36 +76,41 @@ class Condenser:
         return text
 
     def _call(self, user: str) -> tuple[str, int]:
-        import httpx
+        return complete(self.settings, SYSTEM, user, MAX_OUTPUT_TOKENS)
 
-        s = self.settings
-        headers = {"content-type": "application/json"}
-        body: dict[str, Any]
-        if s.provider == "anthropic":
-            url = (s.base_url or "https://api.anthropic.com").rstrip("/")
-            url = url + ("/messages" if url.endswith("/v1") else "/v1/messages")
-            headers["anthropic-version"] = "2023-06-01"
-            if s.api_key:
-                headers["x-api-key"] = s.api_key
-            body = {"model": s.model or "claude-haiku-4-5", "max_tokens": MAX_OUTPUT_TOKENS, "system": SYSTEM,
-                    "messages": [{"role": "user", "content": user}]}
-        elif s.provider == "openai":
-            url = (s.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
-            if s.api_key:
-                headers["authorization"] = f"Bearer {s.api_key}"
-            body = {"model": s.model or "gpt-4o-mini", "max_tokens": MAX_OUTPUT_TOKENS, "temperature": 0,
-                    "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]}
-        else:
-            raise ValueError(f"unknown LLM provider {s.provider!r}")
-        resp = httpx.post(url, json=body, headers=headers, timeout=s.timeout)
-        resp.raise_for_status()
-        data = resp.json()
-        usage = data.get("usage") or {}
-        if s.provider == "anthropic":
-            text = "".join(b.get("text", "") for b in data.get("content") or [] if isinstance(b, dict))
-            used = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-        else:
-            text = ((data.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-            used = int(usage.get("total_tokens", 0)) or (
-                int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)))
-        return text.strip(), used
+
+def complete(s: LlmSettings, system: str, user: str, max_tokens: int) -> tuple[str, int]:
+    """One chat completion of the configured endpoint: (its text, the tokens it used). Raises on any failure
+    (network, timeout, HTTP status, an answer of the wrong shape). Also used by team spaces' LLM merge."""
+    import httpx
+
+    headers = {"content-type": "application/json"}
+    body: dict[str, Any]
+    if s.provider == "anthropic":
+        url = (s.base_url or "https://api.anthropic.com").rstrip("/")
+        url = url + ("/messages" if url.endswith("/v1") else "/v1/messages")
+        headers["anthropic-version"] = "2023-06-01"
+        if s.api_key:
+            headers["x-api-key"] = s.api_key
+        body = {"model": s.model or "claude-haiku-4-5", "max_tokens": max_tokens, "system": system,
+                "messages": [{"role": "user", "content": user}]}
+    elif s.provider == "openai":
+        url = (s.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        if s.api_key:
+            headers["authorization"] = f"Bearer {s.api_key}"
+        body = {"model": s.model or "gpt-4o-mini", "max_tokens": max_tokens, "temperature": 0,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+    else:
+        raise ValueError(f"unknown LLM provider {s.provider!r}")
+    resp = httpx.post(url, json=body, headers=headers, timeout=s.timeout)
+    resp.raise_for_status()
+    data = resp.json()
+    usage = data.get("usage") or {}
+    if s.provider == "anthropic":
+        text = "".join(b.get("text", "") for b in data.get("content") or [] if isinstance(b, dict))
+        used = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+    else:
+        text = ((data.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+        used = int(usage.get("total_tokens", 0)) or (
+            int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)))
+    return text.strip(), used

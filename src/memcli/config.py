@@ -77,6 +77,10 @@ class ServerConfig:
     ip_rate_burst: int = 400
     # on object storage: skip the conditional-PUT check, knowingly running one writer (see objectstore.py)
     single_writer: bool = False
+    # team spaces with conflict = "llm-merge" (memcli.conflict): the [hooks] llm_* endpoint may take this long
+    # and spend at most this many tokens (prompt + answer) on one stale update; else the update is refused (412)
+    merge_timeout: float = 15.0
+    merge_token_budget: int = 4_000
 
 
 DEFAULT_COLUMNS = ("backlog", "todo", "doing", "review", "done")

@@ -42,6 +42,10 @@ class VersionConflictError(MemcliError):
     code = "version_conflict"
     http_status = 412
 
+    def __init__(self, message: str, current_version: int | None = None) -> None:
+        super().__init__(message)
+        self.current_version = current_version  # what a client re-reads and retries from (None: not known)
+
 
 class EmbedderMismatchError(MemcliError):
     """The store was built with another embedder; vectors would be garbage."""

@@ -356,12 +356,15 @@ class MemoryService:
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
                importance: float | None = None, scope: str | None = None, agent: str | None = None,
                metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
-               expected_version: int | None = None, source: str = "cli") -> Memory:
-        """Change a memory; re-embeds only when the content changes; version + 1."""
+               expected_version: int | None = None, source: str = "cli", action: str = "update",
+               note: str = "") -> Memory:
+        """Change a memory; re-embeds only when the content changes; version + 1. ``action``/``note``: what
+        the audit log calls the change (a team space's LLM merge records "merge")."""
         mem = self.get(ref)
         if expected_version is not None and int(expected_version) != mem.version:
             raise VersionConflictError(
-                f"memory {mem.id} is at version {mem.version}, not {expected_version}: it changed since you read it")
+                f"memory {mem.id} is at version {mem.version}, not {expected_version}: it changed since you read it",
+                current_version=mem.version)
         values: dict[str, Any] = {}
         if content is not None:
             text = validate_content(content)
@@ -385,21 +388,32 @@ class MemoryService:
         values.update(updated_at=now_ms(), version=mem.version + 1)
         if not self.store.update(mem.id, values, expected_version=mem.version):
             raise VersionConflictError(f"memory {mem.id} changed while it was being updated; read it and try again")
-        self._audit([AuditEvent(memory_id=mem.id, action="update", actor=self._actor(source), namespace=mem.namespace,
-                                version=mem.version + 1, changes=diff(_fields(mem), values))])
+        self._audit([AuditEvent(memory_id=mem.id, action=action, actor=self._actor(source), namespace=mem.namespace,
+                                version=mem.version + 1, changes=diff(_fields(mem), values), note=note)])
         updated = self.store.get(mem.id)
         assert updated is not None
         return updated
 
-    def forget(self, refs: Sequence[str] | str, *, source: str = "cli") -> list[str]:
-        """Delete memories by id or unique prefix; every id is resolved before anything is deleted."""
+    def forget(self, refs: Sequence[str] | str, *, source: str = "cli",
+               expected_version: int | None = None) -> list[str]:
+        """Delete memories by id or unique prefix; every id is resolved before anything is deleted.
+        ``expected_version`` (one memory only): refuse (412) unless it is still at that version."""
         if isinstance(refs, str):
             refs = [refs]
         if not refs:
             raise ValidationError("give at least one memory id")
         ids = list(dict.fromkeys(self.store.resolve_id(r) for r in refs))
         gone = self.store.get_many(ids)
-        self.store.delete(ids)
+        if expected_version is not None:
+            if len(gone) != 1:
+                raise ValidationError("an expected version applies to one memory at a time")
+            if gone[0].version != int(expected_version):
+                raise VersionConflictError(f"memory {gone[0].id} is at version {gone[0].version}, not "
+                                           f"{expected_version}: it changed since you read it",
+                                           current_version=gone[0].version)
+        deleted = self.store.delete(ids, expected_version=expected_version)
+        if expected_version is not None and not deleted:  # changed between the read and the delete
+            raise VersionConflictError(f"memory {ids[0]} changed while it was being deleted; read it and try again")
         self._audit([AuditEvent(memory_id=m.id, action="forget", actor=self._actor(source), namespace=m.namespace,
                                 version=m.version, changes={"content": [clip(m.content), None]}) for m in gone])
         return ids

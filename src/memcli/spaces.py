@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memcli.audit import AuditEvent
-from memcli.errors import AmbiguousIdError, ForbiddenError, NotFoundError, ValidationError
-from memcli.models import MIN_PREFIX, Memory, normalise_scope, now_ms, validate_namespace
+from memcli.errors import AmbiguousIdError, ForbiddenError, NotFoundError, ValidationError, VersionConflictError
+from memcli.models import MIN_PREFIX, Memory, normalise_scope, now_ms, validate_content, validate_namespace
 from memcli.reader import quote
 from memcli.service import MemoryService
 
 if TYPE_CHECKING:
+    from memcli.conflict import ConflictResolver
     from memcli.store import MemoryStore
 
 SPACES_TABLE = "memcli_spaces"
@@ -79,7 +80,16 @@ def _schema() -> Any:
         pa.field("space", pa.string(), nullable=False), pa.field("agent", pa.string()),
         pa.field("token_id", pa.string()), pa.field("token_hash", pa.string()),
         pa.field("created_at", pa.int64(), nullable=False), pa.field("revoked_at", pa.int64()),
+        _conflict_field(),
     ])
+
+
+def _conflict_field() -> Any:
+    """A space row's stale-update policy (memcli.conflict): refuse | llm-merge; NULL (rows made before the
+    column existed, token rows) reads as refuse."""
+    import pyarrow as pa
+
+    return pa.field("conflict", pa.string())
 
 
 def _agent(agent: Any) -> str:
@@ -110,7 +120,20 @@ class SpaceRegistry:
                             self._table = self.db.create_table(SPACES_TABLE, schema=_schema())
                         except (ValueError, OSError):  # another process created it first
                             self._table = self.db.open_table(SPACES_TABLE)
+                    self._migrate()
         return self._table
+
+    def _migrate(self) -> None:
+        """A table made before spaces had a conflict setting: add the nullable column (metadata only; every
+        existing space reads as "refuse"). Another replica may do it at the same time."""
+        if "conflict" in self._table.schema.names:
+            return
+        try:
+            self._table.add_columns([_conflict_field()])
+        except (ValueError, RuntimeError, OSError):
+            self._table = self.db.open_table(SPACES_TABLE)
+            if "conflict" not in self._table.schema.names:
+                raise
 
     def _rows(self, where: str) -> list[dict[str, Any]]:
         return self.table().to_lance().to_table(filter=where).to_pylist()
@@ -125,7 +148,8 @@ class SpaceRegistry:
         """Every space with its count of active tokens."""
         rows = self._rows("kind IN ('space', 'token')")
         out = {r["space"]: {"space_id": r["space"], "created_at": r["created_at"], "created_by": r["agent"],
-                            "active_tokens": 0} for r in rows if r["kind"] == "space"}
+                            "active_tokens": 0, "conflict": r.get("conflict") or "refuse"}
+               for r in rows if r["kind"] == "space"}
         for r in rows:
             if r["kind"] == "token" and r["revoked_at"] is None and r["space"] in out:
                 out[r["space"]]["active_tokens"] += 1
@@ -134,17 +158,36 @@ class SpaceRegistry:
     def exists(self, space: str) -> bool:
         return bool(self._rows(f"kind = 'space' AND space = {quote(space)}"))
 
-    def create(self, space: str, agent: str) -> tuple[str, TokenInfo]:
-        """A new space and its first token, for ``agent``."""
+    def create(self, space: str, agent: str, conflict: str = "refuse") -> tuple[str, TokenInfo]:
+        """A new space and its first token, for ``agent``; ``conflict``: refuse | llm-merge (stale updates)."""
+        from memcli.conflict import check_mode
+
         space = validate_namespace(space)
         agent = _agent(agent)
+        conflict = check_mode(conflict)
         with self._lock:
             if self.exists(space):
                 raise ValidationError(f"space {space!r} exists already: add a token with `memcli space token add "
                                       f"{space} --agent NAME`")
             self._add([{"kind": "space", "space": space, "agent": agent, "token_id": None, "token_hash": None,
-                        "created_at": now_ms(), "revoked_at": None}])
+                        "created_at": now_ms(), "revoked_at": None, "conflict": conflict}])
         return self.add_token(space, agent)
+
+    def conflict(self, space: str) -> str:
+        """The space's stale-update policy: "refuse" (also for a space that does not exist) or "llm-merge"."""
+        rows = self._rows(f"kind = 'space' AND space = {quote(validate_namespace(space))}")
+        return (rows[0].get("conflict") or "refuse") if rows else "refuse"
+
+    def set_conflict(self, space: str, mode: str) -> dict[str, Any]:
+        """Set a space's stale-update policy; the space as :meth:`spaces` lists it."""
+        from memcli.conflict import check_mode
+
+        space = validate_namespace(space)
+        mode = check_mode(mode)
+        if not self.exists(space):
+            raise NotFoundError(f"no space {space!r}: create it with `memcli space create {space} --agent NAME`")
+        self.table().update(where=f"kind = 'space' AND space = {quote(space)}", values={"conflict": mode})
+        return next(s for s in self.spaces() if s["space_id"] == space)
 
     def add_token(self, space: str, agent: str) -> tuple[str, TokenInfo]:
         """A new token of ``space`` for ``agent``: (the token — shown once, never stored —, its info)."""
@@ -156,7 +199,7 @@ class SpaceRegistry:
         digest = token_hash(token)
         info = TokenInfo(token_id=digest[:12], space=space, agent=agent, created_at=now_ms(), revoked_at=None)
         self._add([{"kind": "token", "space": space, "agent": agent, "token_id": info.token_id, "token_hash": digest,
-                    "created_at": info.created_at, "revoked_at": None}])
+                    "created_at": info.created_at, "revoked_at": None, "conflict": None}])
         return token, info
 
     def tokens(self, space: str) -> list[TokenInfo]:
@@ -208,12 +251,13 @@ class SpaceService(MemoryService):
     another space's memory is "not found", new memories default to the agent's scope, the audit log names
     the agent, and store-wide maintenance is refused."""
 
-    def __init__(self, base: MemoryService, caller: Caller) -> None:
+    def __init__(self, base: MemoryService, caller: Caller, conflicts: "ConflictResolver | None" = None) -> None:
         super().__init__(base.store, base.embedder, namespace=caller.space, agent=caller.agent,
                          project=base.project, duplicate_threshold=base.duplicate_threshold, search=base.search,
                          actor=caller.actor)
         self.caller = caller
         self.calibration = base.calibration
+        self.conflicts = conflicts  # None: every stale update is refused (412)
 
     def close(self) -> None:
         """The embedder and store belong to the server's own service."""
@@ -249,9 +293,48 @@ class SpaceService(MemoryService):
              **kwargs: Any) -> list[Memory]:
         return super().list(namespace=self.namespace, all_namespaces=False, **kwargs)
 
-    def forget(self, refs: Sequence[str] | str, *, source: str = "cli") -> list[str]:
+    def forget(self, refs: Sequence[str] | str, *, source: str = "cli",
+               expected_version: int | None = None) -> list[str]:
         refs = [refs] if isinstance(refs, str) else list(refs)
-        return super().forget([self.get(r).id for r in refs], source=source)
+        return super().forget([self.get(r).id for r in refs], source=source, expected_version=expected_version)
+
+    def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
+               expected_version: int | None = None, source: str = "cli", **other: Any) -> Memory:
+        """As :meth:`MemoryService.update`; a stale content update of a space set to ``llm-merge`` is merged by
+        the LLM (see :mod:`memcli.conflict`) instead of refused, when it can be."""
+        try:
+            return super().update(ref, content=content, tags=tags, expected_version=expected_version,
+                                  source=source, **other)
+        except VersionConflictError:
+            merged = self._merge(ref, content, tags, expected_version, source, other)
+            if merged is None:
+                raise
+            return merged
+
+    def _merge(self, ref: str, content: str | None, tags: Sequence[str] | None, expected: int | None,
+               source: str, other: dict[str, Any]) -> Memory | None:
+        """The stale update merged and written, or None: refuse. Only the content (and tags: their union) is
+        merged; an update of any other field, or without content, stays refused."""
+        from memcli.conflict import MergedMemory
+        from memcli.models import validate_tags
+
+        if self.conflicts is None or content is None or expected is None or any(
+                v is not None for k, v in other.items() if k not in ("action", "note")):
+            return None
+        mem = self.get(ref)
+        based = int(expected)
+        out = self.conflicts.merge(self.namespace, mem, validate_content(content), based,
+                                   lambda: self.store.audit.history(mem.id))
+        if out is None:
+            return None
+        union = None
+        if tags is not None:
+            union = list(mem.tags) + [t for t in validate_tags(tags) if t not in mem.tags]
+        # conditional on the version the LLM saw: a writer that got in meanwhile makes this a 412 too
+        updated = MemoryService.update(self, mem.id, content=out.text, tags=union, expected_version=mem.version,
+                                       source=source, action="merge",
+                                       note=f"llm-merge of v{based} with v{mem.version}")
+        return MergedMemory.of(updated, based, mem.version)
 
     def history(self, ref: str) -> list[AuditEvent]:
         try:

@@ -366,11 +366,14 @@ class MemoryStore(IndexMaintenance):
         self._after_write()
         return int(res.num_updated_rows)
 
-    def delete(self, ids: Sequence[str]) -> int:
+    def delete(self, ids: Sequence[str], *, expected_version: int | None = None) -> int:
+        """Delete rows; with ``expected_version`` only those still at that version (checked in the commit)."""
         if not ids:
             return 0
-        res = self._commit(lambda: self.table.delete("id IN (" + ", ".join(quote(i) for i in ids) + ")"),
-                           "deleting from the store")
+        where = "id IN (" + ", ".join(quote(i) for i in ids) + ")"
+        if expected_version is not None:
+            where += f" AND version = {int(expected_version)}"
+        res = self._commit(lambda: self.table.delete(where), "deleting from the store")
         self._after_write()
         return int(res.num_deleted_rows)
 

@@ -34,12 +34,24 @@ class _Admin:
 
         return SpaceRegistry(self.st.service().store.db)
 
-    def create(self, name: str, agent: str) -> dict[str, Any]:
+    def create(self, name: str, agent: str, conflict: str | None = None) -> dict[str, Any]:
         if self.remote is not None:
-            return self.remote.request("POST", "/api/spaces", {"name": name, "agent": agent})
-        token, info = self._registry().create(name, agent)
+            body = {"name": name, "agent": agent, **({"conflict": conflict} if conflict else {})}
+            return self.remote.request("POST", "/api/spaces", body)
+        token, info = self._registry().create(name, agent, conflict or "refuse")
         return {"ok": True, "space_id": info.space, "api_token": token, "token_id": info.token_id,
-                "agent": info.agent}
+                "agent": info.agent, "conflict": conflict or "refuse", **self._ready(conflict)}
+
+    def set_conflict(self, space: str, conflict: str) -> dict[str, Any]:
+        if self.remote is not None:
+            return self.remote.request("PATCH", f"/api/spaces/{quote(space, safe='')}", {"conflict": conflict})
+        return {"ok": True, **self._registry().set_conflict(space, conflict), **self._ready(conflict)}
+
+    def _ready(self, conflict: str | None) -> dict[str, Any]:
+        """On the server's own machine: whether its config has the LLM endpoint an llm-merge space needs."""
+        if conflict != "llm-merge":
+            return {}
+        return {"llm_merge_ready": self.st.config().hooks.llm_provider in ("openai", "anthropic")}
 
     def spaces(self) -> list[dict[str, Any]]:
         if self.remote is not None:
@@ -64,14 +76,35 @@ class _Admin:
         return {"ok": True, **self._registry().revoke(space, token_id).item()}
 
 
+def _no_llm_warning(d: dict[str, Any]) -> None:
+    from memcli.cli.output import err
+
+    if d.get("llm_merge_ready") is False:
+        err.print("[yellow]No LLM endpoint is configured (\\[hooks] llm_provider, llm_base_url, llm_model, "
+                  "llm_api_key in the server's config): until there is one, stale updates are refused.[/yellow]")
+
+
 def _new_token(d: dict[str, Any]) -> None:
     from memcli.cli.output import err, esc, out
+
+    _no_llm_warning(d)
 
     out.print(f"space [bold]{esc(d['space_id'])}[/bold], agent [bold]{esc(d['agent'])}[/bold], token id "
               f"{esc(d['token_id'])}")
     out.print(esc(d["api_token"]))
     err.print("[yellow]This token is shown once and stored only hashed: hand it to the agent now "
               "(memcli setup --server URL --token TOKEN).[/yellow]")
+
+
+_CONFLICT_HELP = ("What a stale update gets: refuse (412, the default) or llm-merge (the LLM endpoint of the "
+                  "hooks config merges it; refused when it cannot).")
+
+
+def _mode(value: str) -> str:
+    """A valid --conflict value, or exit 2 with the choices."""
+    if value.strip().lower() not in ("refuse", "llm-merge"):
+        raise typer.BadParameter(f"{value!r}: use refuse or llm-merge", param_hint="--conflict")
+    return value.strip().lower()
 
 
 def _rows(title: str, cols: tuple[str, ...]) -> Callable[[list[dict[str, Any]]], None]:
@@ -93,20 +126,40 @@ def _rows(title: str, cols: tuple[str, ...]) -> Callable[[list[dict[str, Any]]],
 @space_app.command("create")
 def create(ctx: typer.Context, name: str = typer.Argument(..., help="The space's name (= its namespace)."),
            agent: str = typer.Option(..., "--agent", "-a", help="The agent the first token is for."),
+           conflict: Optional[str] = typer.Option(None, "--conflict", help=_CONFLICT_HELP),
            json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Create a space and the first agent's token: {space_id, api_token}.
 
-    Example: memcli space create acme --agent alice-claude
+    Example: memcli space create acme --agent alice-claude --conflict llm-merge
     """
     st = use_json(ctx, json_)
-    emit(_Admin(st).create(name, agent), st.json, _new_token)
+    emit(_Admin(st).create(name, agent, _mode(conflict) if conflict else None), st.json, _new_token)
+
+
+@space_app.command("set")
+def set_(ctx: typer.Context, name: str = typer.Argument(..., help="The space."),
+         conflict: str = typer.Option(..., "--conflict", help=_CONFLICT_HELP),
+         json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Change a space's setting: what a stale update (an old If-Match / expected_version) gets.
+
+    Example: memcli space set acme --conflict llm-merge
+    """
+    st = use_json(ctx, json_)
+
+    def show(d: dict[str, Any]) -> None:
+        from memcli.cli.output import esc, out
+
+        _no_llm_warning(d)
+        out.print(f"space [bold]{esc(d['space_id'])}[/bold]: conflict = {esc(d['conflict'])}")
+    emit(_Admin(st).set_conflict(name, _mode(conflict)), st.json, show)
 
 
 @space_app.command("list")
 def list_spaces(ctx: typer.Context, json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the spaces and how many active tokens each has."""
     st = use_json(ctx, json_)
-    emit(_Admin(st).spaces(), st.json, _rows("spaces", ("space_id", "active_tokens", "created_by", "created_at")))
+    emit(_Admin(st).spaces(), st.json, _rows("spaces", ("space_id", "active_tokens", "conflict", "created_by",
+                                                        "created_at")))
 
 
 @token_app.command("add")

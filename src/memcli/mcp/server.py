@@ -161,7 +161,10 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         """Correct or refine an existing memory; only the fields given change. Returns {"ok", "memory_id", "version"}."""
         mem = run("update", memory_id, content=content, tags=tags,
                   importance=importance, scope=scope, expected_version=expected_version, source="mcp")
-        return _json_result({"ok": True, "memory_id": mem.id, "version": mem.version})
+        out = {"ok": True, "memory_id": mem.id, "version": mem.version}
+        if getattr(mem, "merged_versions", None):  # a team space merged a stale update (memcli.conflict)
+            out.update(merged=True, content=mem.content)
+        return _json_result(out)
 
     @mcp.tool(
         name="forget",

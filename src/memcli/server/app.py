@@ -388,7 +388,9 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         return JSONResponse(mem.item(), headers=_etag(mem.version))
 
     async def delete_memory(request: Request) -> Response:
-        ids = await call("forget", request.path_params["memory_id"], source="api")
+        expected = _if_match(request)  # a stale If-Match: 412, nothing deleted
+        kw = {"expected_version": expected} if expected is not None else {}
+        ids = await call("forget", request.path_params["memory_id"], source="api", **kw)
         return JSONResponse({"ok": True, "memory_id": ids[0]})
 
     async def memory_history(request: Request) -> Response:
@@ -456,6 +458,10 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     # ------------------------------------------------------------------ errors
     async def on_memcli_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, MemcliError)
+        current = getattr(exc, "current_version", None)
+        if current is not None:  # a stale If-Match/expected_version: say which version to re-read from
+            return JSONResponse({"ok": False, "error": exc.message, "code": exc.code, "current_version": current},
+                                status_code=exc.http_status, headers=_etag(current))
         return error_response(exc.http_status, exc.message, exc.code)
 
     async def on_api_error(request: Request, exc: Exception) -> Response:

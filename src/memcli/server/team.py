@@ -99,6 +99,10 @@ class TeamGate:
         self.per_ip = Limiter(srv.ip_rate_limit, srv.ip_rate_burst)
         self._registry: SpaceRegistry | None = None
         self._services: dict[Caller, tuple[int, SpaceService]] = {}
+        from memcli.conflict import ConflictResolver
+
+        # stale updates of a space set to llm-merge go to the [hooks] llm_* endpoint (none: refused, 412)
+        self.conflicts = ConflictResolver.from_config(config, lambda space: self.registry().conflict(space))
 
     def registry(self) -> SpaceRegistry:
         if self._registry is None:
@@ -113,7 +117,7 @@ class TeamGate:
         if isinstance(caller, Caller):
             cached = self._services.get(caller)
             if cached is None or cached[0] != id(svc):
-                cached = (id(svc), SpaceService(svc, caller))
+                cached = (id(svc), SpaceService(svc, caller, self.conflicts))
                 self._services[caller] = cached
             return cached[1]
         raise ForbiddenError("this call has no caller identity: refused")
@@ -197,10 +201,16 @@ def admin_routes(gate: TeamGate, read_json: Any, max_body: int) -> list[BaseRout
         data = await read_json(request, max_body)
         if not isinstance(data, dict):
             raise ValidationError("send a JSON object")
-        unknown = sorted(set(data) - {"name", "space_id", "agent"})
+        unknown = sorted(set(data) - {"name", "space_id", "agent", "conflict"})
         if unknown:
-            raise ValidationError(f"unknown field(s): {', '.join(unknown)}; allowed: agent, name")
+            raise ValidationError(f"unknown field(s): {', '.join(unknown)}; allowed: agent, conflict, name")
+        if "conflict" in data and not isinstance(data["conflict"], str):
+            raise ValidationError("conflict must be \"refuse\" or \"llm-merge\"")
         return data
+
+    def merge_state(mode: str) -> dict[str, Any]:
+        """Whether an llm-merge setting can work on this server (no [hooks] llm endpoint: it refuses)."""
+        return {"llm_merge_ready": gate.conflicts.configured} if mode == "llm-merge" else {}
 
     async def create_space(request: Request) -> Response:
         admin_only(request)
@@ -208,9 +218,19 @@ def admin_routes(gate: TeamGate, read_json: Any, max_body: int) -> list[BaseRout
         name = d.get("name") or d.get("space_id")
         if not name or not d.get("agent"):
             raise ValidationError("give the space's name and the first agent: {\"name\": …, \"agent\": …}")
-        token, info = await anyio.to_thread.run_sync(gate.registry().create, name, d["agent"])
+        conflict = d.get("conflict") or "refuse"
+        token, info = await anyio.to_thread.run_sync(gate.registry().create, name, d["agent"], conflict)
         return JSONResponse({"ok": True, "space_id": info.space, "api_token": token, "token_id": info.token_id,
-                             "agent": info.agent}, status_code=201)
+                             "agent": info.agent, "conflict": conflict, **merge_state(conflict)}, status_code=201)
+
+    async def patch_space(request: Request) -> Response:
+        admin_only(request)
+        d = await body(request)
+        if set(d) != {"conflict"}:
+            raise ValidationError("send {\"conflict\": \"refuse\" | \"llm-merge\"} (the only setting a space has)")
+        space = await anyio.to_thread.run_sync(gate.registry().set_conflict, request.path_params["space"],
+                                               d["conflict"])
+        return JSONResponse({"ok": True, **space, **merge_state(space["conflict"])})
 
     async def list_spaces(request: Request) -> Response:
         admin_only(request)
@@ -239,6 +259,7 @@ def admin_routes(gate: TeamGate, read_json: Any, max_body: int) -> list[BaseRout
     return [
         Route(ADMIN_PREFIX, create_space, methods=["POST"]),
         Route(ADMIN_PREFIX, list_spaces, methods=["GET"]),
+        Route(ADMIN_PREFIX + "/{space}", patch_space, methods=["PATCH"]),
         Route(ADMIN_PREFIX + "/{space}/tokens", add_token, methods=["POST"]),
         Route(ADMIN_PREFIX + "/{space}/tokens", list_tokens, methods=["GET"]),
         Route(ADMIN_PREFIX + "/{space}/tokens/{token_id}", revoke_token, methods=["DELETE"]),
