@@ -319,3 +319,44 @@ def test_token_buckets_refill_at_their_rate() -> None:
     time.sleep(0.12)
     assert lim.wait("1.2.3.4") == 0.0
     assert Limiter(rate=0, burst=1).wait("x") == 0.0  # 0 = off
+
+
+def test_the_same_space_created_at_once_by_several_admins_exists_once(tmp_path: Path) -> None:
+    """Six admin processes' registries (each its own connection) create one space name at the same moment:
+    exactly one succeeds, the others are told it exists, and one space row remains."""
+    import threading
+    from datetime import timedelta
+
+    import lancedb
+
+    from memcli.errors import ValidationError
+    from memcli.spaces import SpaceRegistry
+
+    def connect() -> Any:  # as the store connects: every read sees the latest commit
+        return lancedb.connect(tmp_path / "db", read_consistency_interval=timedelta(0))
+
+    SpaceRegistry(connect()).table()  # the table exists before the race
+    regs = [SpaceRegistry(connect()) for _ in range(6)]
+    for r in regs:
+        r.table()
+    barrier = threading.Barrier(len(regs))
+    outcomes: list[str] = []
+
+    def create(reg: SpaceRegistry, i: int) -> None:
+        barrier.wait()
+        try:
+            reg.create("racey", f"agent{i}")
+            outcomes.append("created")
+        except ValidationError as exc:
+            assert "exists already" in str(exc)
+            outcomes.append("exists")
+
+    threads = [threading.Thread(target=create, args=(r, i)) for i, r in enumerate(regs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(outcomes) == ["created"] + ["exists"] * 5
+    fresh = SpaceRegistry(connect())
+    assert [s["space_id"] for s in fresh.spaces()] == ["racey"]
+    assert len(fresh._rows("kind = 'space'")) == 1 and len(fresh.tokens("racey")) == 1

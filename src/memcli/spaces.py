@@ -165,12 +165,24 @@ class SpaceRegistry:
         space = validate_namespace(space)
         agent = _agent(agent)
         conflict = check_mode(conflict)
+        exists = ValidationError(f"space {space!r} exists already: add a token with `memcli space token add "
+                                 f"{space} --agent NAME`")
         with self._lock:
             if self.exists(space):
-                raise ValidationError(f"space {space!r} exists already: add a token with `memcli space token add "
-                                      f"{space} --agent NAME`")
-            self._add([{"kind": "space", "space": space, "agent": agent, "token_id": None, "token_hash": None,
+                raise exists
+            # Another process (a second admin, another replica) may create the same space at this moment and
+            # the table has no unique key: each row carries a random nonce, and of the rows written for one
+            # name, the first committed stands (the lowest row address: fragment ids grow with each commit, so
+            # a writer that sees only its own row is first); the others take theirs back and refuse.
+            nonce = "space-" + secrets.token_hex(8)
+            self._add([{"kind": "space", "space": space, "agent": agent, "token_id": nonce, "token_hash": None,
                         "created_at": now_ms(), "revoked_at": None, "conflict": conflict}])
+            rows = self.table().to_lance().to_table(filter=f"kind = 'space' AND space = {quote(space)}",
+                                                    columns=["token_id"], with_row_address=True).to_pylist()
+            first = min(rows, key=lambda r: r["_rowaddr"])
+            if first["token_id"] != nonce:
+                self.table().delete(f"kind = 'space' AND token_id = {quote(nonce)}")
+                raise exists
         return self.add_token(space, agent)
 
     def conflict(self, space: str) -> str:
