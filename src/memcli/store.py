@@ -229,9 +229,7 @@ class MemoryStore(IndexMaintenance):
 
         schema = pa.schema([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())])
         def create() -> Any:
-            t = self.db.create_table(META_TABLE, schema=schema)
-            t.set_unenforced_primary_key("key")
-            return t
+            return _create_keyed(self.db, META_TABLE, schema, "key")
 
         return self.open_or_create(META_TABLE, create)
 
@@ -267,9 +265,7 @@ class MemoryStore(IndexMaintenance):
 
     def _open_or_create(self, name: str, dim: int) -> Any:
         def create() -> Any:
-            t = self.db.create_table(name, schema=memory_schema(dim))
-            t.set_unenforced_primary_key("id")
-            return t
+            return _create_keyed(self.db, name, memory_schema(dim), "id")
 
         table = self.open_or_create(name, create)
         field = table.schema.field("vector")
@@ -571,9 +567,7 @@ class MemoryStore(IndexMaintenance):
             self.db.drop_table(name)
         except (ValueError, FileNotFoundError):
             pass
-        t = self.db.create_table(name, schema=memory_schema(dim))
-        t.set_unenforced_primary_key("id")
-        return t
+        return _create_keyed(self.db, name, memory_schema(dim), "id")
 
     def activate(self, name: str, identity: dict[str, Any]) -> None:
         """Point the store at another table built with another embedder; drop the old table."""
@@ -601,3 +595,19 @@ def same_embedder(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def describe(identity: dict[str, Any]) -> str:
     return f"{identity.get('provider')}:{identity.get('model')} ({identity.get('dim')} dims)"
+
+
+# The key is declared in the schema the table is created with (the field metadata set_unenforced_primary_key
+# writes): created first and declared after, a writer that opened the table in between merged without the key
+# and could duplicate a row (seen with the board's tables; see boardstore.py).
+PK_META = {b"lance-schema:unenforced-primary-key:position": b"1"}
+
+
+def _create_keyed(db: Any, name: str, schema: Any, key: str) -> Any:
+    """Create table ``name`` with ``key`` as its unenforced primary key from the first version on."""
+    i = schema.get_field_index(key)
+    field = schema.field(i)
+    table = db.create_table(name, schema=schema.set(i, field.with_metadata({**(field.metadata or {}), **PK_META})))
+    if not (table.schema.field(key).metadata or {}).get(next(iter(PK_META))):  # a lance that dropped it
+        table.set_unenforced_primary_key(key)
+    return table
