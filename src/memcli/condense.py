@@ -5,7 +5,7 @@ OpenAI-compatible chat-completions API — or ``"anthropic"``, with ``llm_base_u
 ``llm_api_key``) and is turned on by ``[distill] llm = true`` or ``memcli distill --llm``. Each run spends at
 most ``[distill] llm_token_budget`` tokens (estimated before a call, counted from the answer's usage after).
 Any failure, an answer that is empty or too long, or a spent budget keeps the extractive choice: distill
-never depends on the model. (The hooks have their own client; the core does not import a face.)
+never depends on the model. `complete` is the one chat client: the hooks' summaries and the LLM merge use it too.
 """
 
 from __future__ import annotations

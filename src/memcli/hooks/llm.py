@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memcli.condense import LlmSettings, complete, estimate_tokens
+
 SKIP = "SKIP"
 MAX_OUTPUT_TOKENS = 300
 TIMEOUT_S = 20.0
@@ -56,49 +58,18 @@ class Budget:
             os.replace(tmp, self.path)
 
 
-def estimate_tokens(text: str) -> int:
-    """A cautious estimate (≈ 3 characters a token; CJK ≈ 1 a character)."""
-    cjk = sum(1 for c in text if "\u3000" <= c <= "\u9fff")
-    return (len(text) - cjk) // 3 + cjk + 1
-
-
 def summarize(prompt: str, reply: str, *, provider: str, model: str | None, base_url: str | None,
               api_key: str | None, budget: Budget, timeout: float = TIMEOUT_S) -> str | None:
     """The model's summary, ``""`` when it says the turn is not worth keeping, or None (use extractive)."""
-    import httpx
-
     user = f"Developer:\n{prompt[:6000]}\n\nAssistant:\n{reply[:12000]}"
     need = estimate_tokens(SYSTEM + user) + MAX_OUTPUT_TOKENS
     if budget.remaining() < need:
         return None
-    headers = {"content-type": "application/json"}
-    if provider == "anthropic":
-        url = (base_url or "https://api.anthropic.com").rstrip("/")
-        url = url + ("/messages" if url.endswith("/v1") else "/v1/messages")
-        headers["anthropic-version"] = "2023-06-01"
-        if api_key:
-            headers["x-api-key"] = api_key
-        body: dict[str, Any] = {"model": model or "claude-haiku-4-5", "max_tokens": MAX_OUTPUT_TOKENS,
-                                "system": SYSTEM, "messages": [{"role": "user", "content": user}]}
-    elif provider == "openai":
-        url = (base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        body = {"model": model or "gpt-4o-mini", "max_tokens": MAX_OUTPUT_TOKENS, "temperature": 0,
-                "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]}
-    else:
+    if provider not in ("anthropic", "openai"):
         return None
-    resp = httpx.post(url, json=body, headers=headers, timeout=timeout)
-    resp.raise_for_status()
-    data = resp.json()
-    usage = data.get("usage") or {}
-    if provider == "anthropic":
-        text = "".join(b.get("text", "") for b in data.get("content") or [] if isinstance(b, dict))
-        spent = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-    else:
-        text = ((data.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-        spent = int(usage.get("total_tokens", 0)) or (
-            int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)))
+    # the one chat client of the core (memcli.condense), shared with distill's condensation and the LLM merge
+    text, spent = complete(LlmSettings(provider=provider, model=model, base_url=base_url, api_key=api_key,
+                                       timeout=timeout), SYSTEM, user, MAX_OUTPUT_TOKENS)
     budget.spend(spent or need)
     text = text.strip()
     if text.upper().rstrip(".") == SKIP:
