@@ -50,19 +50,9 @@ def static_files() -> dict[str, tuple[bytes, str]]:
     return out
 
 
-def _int_param(request: Request, name: str, default: int) -> int:
-    value = request.query_params.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValidationError(f"{name} must be an integer, got {value!r}") from None
-
-
 def web_routes(call: Call, ui: UiAuth) -> list[BaseRoute]:
     """The routes, given the app's service caller and its :class:`UiAuth`."""
-    from memcli.server.app import error_response, read_json
+    from memcli.server.app import _int, error_response, read_json
 
     files = static_files()
 
@@ -115,9 +105,9 @@ def web_routes(call: Call, ui: UiAuth) -> list[BaseRoute]:
     async def daily(request: Request) -> Response:
         q = request.query_params
         ns = q.get("namespace") or None
-        return JSONResponse(await call("daily_counts", days=_int_param(request, "days", 30), namespace=ns,
+        return JSONResponse(await call("daily_counts", days=_int(request.query_params, "days", 30), namespace=ns,
                                        all_namespaces=q.get("all_namespaces") in ("1", "true"),
-                                       tz_offset_minutes=_int_param(request, "tz_offset", 0)))
+                                       tz_offset_minutes=_int(request.query_params, "tz_offset", 0)))
 
     return [
         Route("/", index, methods=["GET"]),
