@@ -7,11 +7,22 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+MEMCLI = str(Path(sys.executable).parent / "memcli")  # the CLI installed beside this Python
+
+
+def hash_env(tmp: Path) -> dict[str, str]:
+    """The environment of a memcli process under test: none of the caller's MEMCLI_* settings, the fast
+    deterministic test embedder, and a HOME of its own under ``tmp``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
+    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
+    return env
 
 
 def free_port() -> int:

@@ -6,9 +6,7 @@ job), and the `memcli board` CLI round trip with --json on the same store."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -24,11 +22,10 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from _memcli_server import ServerProc, start_server
+from _memcli_server import MEMCLI, hash_env, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 BOARD_TOOLS = {"get_board", "get_task", "create_task", "move_card", "trigger_job", "list_tasks_by_status"}
 CONFIG = """
 [jobs.check]
@@ -40,11 +37,6 @@ command = ["sh", "-c", "echo broken >&2; exit 7"]
 """
 
 
-def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
-    return env
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
@@ -54,7 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
     home = tmp / "home"
     home.mkdir()
     (home / "config.toml").write_text(CONFIG)
-    srv = start_server(MEMCLI, _env(tmp), home)
+    srv = start_server(MEMCLI, hash_env(tmp), home)
     yield srv
     srv.stop()
 
@@ -83,7 +75,7 @@ async def mcp_session(server: ServerProc) -> AsyncIterator[ClientSession]:
 @asynccontextmanager
 async def stdio_session(server: ServerProc) -> AsyncIterator[ClientSession]:
     """`memcli mcp` on the server's home: another process, with its own connection to the same store."""
-    env = {**_env(server.home.parent), "MEMCLI_HOME": str(server.home)}
+    env = {**hash_env(server.home.parent), "MEMCLI_HOME": str(server.home)}
     with open(server.home.parent / "mcp-stdio.log", "w") as errlog:
         async with stdio_client(StdioServerParameters(command=MEMCLI, args=["mcp"], env=env), errlog=errlog) as (
                 read, write), ClientSession(read, write) as session:
@@ -241,7 +233,7 @@ def test_rest_board(api: httpx.Client, ns: str) -> None:
 
 
 def _cli(server: ServerProc, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    env = _env(server.home.parent)
+    env = hash_env(server.home.parent)
     env.update(MEMCLI_HOME=str(server.home), **extra_env)
     return subprocess.run([MEMCLI, "board", *args], env=env, capture_output=True, text=True, timeout=120)
 

@@ -19,11 +19,10 @@ import pytest
 from memcli.config import load_config
 from memcli.service import MemoryService
 
-from _memcli_server import ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from _memcli_server import ServerProc, free_port, start_server
+from _memcli_server import MEMCLI, free_port, ServerProc, start_server
 from _moto import MotoServer, StripIfNoneMatchProxy, moto_missing, s3_env
 from memcli.config import load_config
 from memcli.errors import ConfigError
@@ -25,7 +23,6 @@ from memcli.service import MemoryService
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 BUCKET = "memcli-test"
 
 

@@ -18,16 +18,10 @@ from typer.testing import CliRunner
 
 from memcli.home import exposed, load_or_create_auth, read_auth
 
-from _memcli_server import ServerProc, free_port, start_server
+from _memcli_server import MEMCLI, free_port, hash_env, ServerProc, start_server
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 SECRET_CONTENT = "PRIVATE-NOTE-9931: the staging database password rotates on Mondays"
 
-
-def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +29,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
     if not Path(MEMCLI).exists():
         pytest.skip("memcli is not installed in this environment")
     tmp = tmp_path_factory.mktemp("sec")
-    srv = start_server(MEMCLI, _env(tmp), tmp / "home")
+    srv = start_server(MEMCLI, hash_env(tmp), tmp / "home")
     with srv.client(timeout=30) as c:
         assert c.post("/api/memories", json={"content": SECRET_CONTENT}).status_code == 201
     yield srv
@@ -169,7 +163,7 @@ def test_an_open_home_of_an_older_memcli_is_reported_then_tightened(tmp_path: Pa
 
 
 def test_a_server_beyond_loopback_still_requires_the_token(tmp_path: Path) -> None:
-    srv = start_server(MEMCLI, _env(tmp_path), tmp_path / "home", "--host", "0.0.0.0", ready=False)
+    srv = start_server(MEMCLI, hash_env(tmp_path), tmp_path / "home", "--host", "0.0.0.0", ready=False)
     try:
         assert httpx.get(srv.url + "/api/memories").status_code == 401
         assert httpx.get(srv.url + "/health").json() == {"ok": True}

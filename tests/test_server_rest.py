@@ -4,9 +4,7 @@ concurrent writers, SIGTERM during writes, idle exit, the server.json discovery 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import sys
 import threading
 import time
 import uuid
@@ -16,17 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from _memcli_server import ServerProc, start_server
+from _memcli_server import MEMCLI, hash_env, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 
-
-def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
     if not Path(MEMCLI).exists():
         pytest.skip("memcli is not installed in this environment")
     tmp = tmp_path_factory.mktemp("rest")
-    srv = start_server(MEMCLI, _env(tmp), tmp / "home")
+    srv = start_server(MEMCLI, hash_env(tmp), tmp / "home")
     yield srv
     srv.stop()
 
@@ -211,7 +203,7 @@ def test_concurrent_writers(api: httpx.Client, server: ServerProc, ns: str) -> N
 
 
 def test_token_auth(tmp_path: Path) -> None:
-    env = _env(tmp_path)
+    env = hash_env(tmp_path)
     env["MEMCLI_TOKEN"] = "s3cret-token"
     srv = start_server(MEMCLI, env, tmp_path / "home", ready=False)
     try:
@@ -244,7 +236,7 @@ def test_token_auth(tmp_path: Path) -> None:
 
 
 def test_sigterm_during_writes_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    srv = start_server(MEMCLI, _env(tmp_path), tmp_path / "home")
+    srv = start_server(MEMCLI, hash_env(tmp_path), tmp_path / "home")
     acked: list[str] = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -289,7 +281,7 @@ def test_sigterm_during_writes_loses_nothing_acknowledged(tmp_path: Path) -> Non
 
 
 def test_idle_timeout_exits_cleanly(tmp_path: Path) -> None:
-    srv = start_server(MEMCLI, _env(tmp_path), tmp_path / "home", "--idle-timeout", "1", ready=False)
+    srv = start_server(MEMCLI, hash_env(tmp_path), tmp_path / "home", "--idle-timeout", "1", ready=False)
     answered = time.monotonic()  # start_server's last /health request was answered just now
     rc = srv.proc.wait(20)
     assert rc == 0, srv.log.read_text()

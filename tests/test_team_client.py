@@ -20,17 +20,11 @@ import anyio
 import httpx
 import pytest
 
-from _memcli_server import ServerProc, free_port, start_server
+from _memcli_server import MEMCLI, free_port, hash_env, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 
-
-def _base_env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
-    return env
 
 
 class Remote:
@@ -38,7 +32,7 @@ class Remote:
         self.srv, self.tmp, self.token, self.other = srv, tmp, token, other
 
     def env(self, home: str, **extra: str) -> dict[str, str]:
-        env = _base_env(self.tmp)
+        env = hash_env(self.tmp)
         env.update(MEMCLI_HOME=str(self.tmp / home), MEMCLI_API_URL=self.srv.url, MEMCLI_API_TOKEN=self.token)
         env.update(extra)
         return env
@@ -73,7 +67,7 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
     if not Path(MEMCLI).exists():
         pytest.skip("memcli is not installed in this environment")
     tmp = tmp_path_factory.mktemp("teamc")
-    srv = start_server(MEMCLI, _base_env(tmp), tmp / "server-home")
+    srv = start_server(MEMCLI, hash_env(tmp), tmp / "server-home")
     with srv.client(timeout=30) as admin:
         token = admin.post("/api/spaces", json={"name": "crew", "agent": "laptop-claude"}).json()["api_token"]
         other = admin.post("/api/spaces/crew/tokens", json={"agent": "ci-bot"}).json()["api_token"]
@@ -251,7 +245,7 @@ def test_sync_push_then_pull_round_trip_without_duplicates(remote: Remote) -> No
 
 
 def test_setup_server_token_points_every_face_of_the_home_at_the_server(remote: Remote) -> None:
-    env = _base_env(remote.tmp)
+    env = hash_env(remote.tmp)
     env["MEMCLI_HOME"] = str(remote.tmp / "setup-home")
     p = subprocess.run([MEMCLI, "setup", "--yes", "--server", remote.srv.url, "--token", remote.token,
                         "--claude-hooks", "none", "--no-cli"], env=env, capture_output=True, text=True, timeout=120)
@@ -283,7 +277,7 @@ def test_an_https_team_server_works_for_the_cli_and_the_hooks(tmp_path: Path) ->
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
                     "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True, timeout=60)
-    env = dict(_base_env(tmp_path), MEMCLI_HOME=str(tmp_path / "tls-server"))
+    env = dict(hash_env(tmp_path), MEMCLI_HOME=str(tmp_path / "tls-server"))
     port = free_port()
     log = open(tmp_path / "tls-serve.log", "wb")
     proc = subprocess.Popen([MEMCLI, "serve", "--port", str(port), "--ssl-certfile", str(cert), "--ssl-keyfile",
@@ -306,7 +300,7 @@ def test_an_https_team_server_works_for_the_cli_and_the_hooks(tmp_path: Path) ->
             time.sleep(0.1)
         r = httpx.post(url + "/api/spaces", json={"name": "tls", "agent": "a"}, verify=ctx, timeout=60, headers=admin)
         assert r.status_code == 201, r.text
-        client = dict(_base_env(tmp_path), MEMCLI_HOME=str(tmp_path / "tls-client"), MEMCLI_API_URL=url,
+        client = dict(hash_env(tmp_path), MEMCLI_HOME=str(tmp_path / "tls-client"), MEMCLI_API_URL=url,
                       MEMCLI_API_TOKEN=r.json()["api_token"], SSL_CERT_FILE=str(cert))
         mid = cli(client, "remember", "over TLS: the build cache lives in s3://ci-cache")["memory_id"]
         assert cli(client, "get", mid)["namespace"] == "tls"
@@ -322,7 +316,7 @@ def test_an_https_team_server_works_for_the_cli_and_the_hooks(tmp_path: Path) ->
 
 
 def test_space_commands_on_the_local_store_and_through_the_server(remote: Remote) -> None:
-    local = _base_env(remote.tmp)
+    local = hash_env(remote.tmp)
     local["MEMCLI_HOME"] = str(remote.tmp / "admin-local")
     made = cli(local, "space", "create", "ops", "--agent", "ann")
     assert made["space_id"] == "ops" and made["api_token"].startswith("mnemo_")

@@ -14,7 +14,6 @@ import http.server
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,11 +23,10 @@ from typing import Any
 import httpx
 import pytest
 
-from _memcli_server import ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 MERGE_TIMEOUT = 1.5
 MERGED = "The release train leaves on wednesdays at 10:00 from platform 9"
 

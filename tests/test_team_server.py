@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
@@ -23,11 +22,10 @@ import anyio
 import httpx
 import pytest
 
-from _memcli_server import ServerProc, free_port, start_server
+from _memcli_server import MEMCLI, free_port, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 
 
 def _env(tmp: Path) -> dict[str, str]:

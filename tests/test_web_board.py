@@ -7,8 +7,6 @@ Skips (with the reason) when no Chromium is installed, like tests/test_web_ui.py
 
 from __future__ import annotations
 
-import os
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +16,10 @@ import httpx
 import pytest
 
 import _web_checks as wc
-from _memcli_server import ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 CONFIG = """
 [jobs.check]
 command = ["sh", "-c", "echo checking $MEMCLI_TASK_ID; exit 0"]
@@ -35,12 +32,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
     if not Path(MEMCLI).exists():
         pytest.skip("memcli is not installed in this environment")
     tmp = tmp_path_factory.mktemp("webboard")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
     home = tmp / "home"
     home.mkdir()
     (home / "config.toml").write_text(CONFIG)
-    srv = start_server(MEMCLI, env, home)
+    srv = start_server(MEMCLI, hash_env(tmp), home)
     yield srv
     srv.stop()
 

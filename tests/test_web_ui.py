@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,17 +21,11 @@ import httpx
 import pytest
 
 import _web_checks as wc
-from _memcli_server import ServerProc, free_port, start_server
+from _memcli_server import MEMCLI, free_port, hash_env, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
 
-
-def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
     if not Path(MEMCLI).exists():
         pytest.skip("memcli is not installed in this environment")
     tmp = tmp_path_factory.mktemp("web")
-    srv = start_server(MEMCLI, _env(tmp), tmp / "home")
+    srv = start_server(MEMCLI, hash_env(tmp), tmp / "home")
     yield srv
     srv.stop()
 
@@ -157,7 +150,7 @@ def test_scope_counts_and_daily_chart_endpoints(api: httpx.Client) -> None:
 
 
 def test_memcli_ui_prints_a_working_one_time_link(server: ServerProc, anon: httpx.Client, tmp_path: Path) -> None:
-    env = {**_env(tmp_path), "MEMCLI_HOME": str(server.home)}
+    env = {**hash_env(tmp_path), "MEMCLI_HOME": str(server.home)}
     p = subprocess.run([MEMCLI, "ui", "--no-browser", "--json"], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
@@ -175,7 +168,7 @@ def test_memcli_ui_starts_the_homes_server_when_none_runs(tmp_path: Path) -> Non
     home = tmp_path / "fresh-home"
     port = free_port()
     # --home (not MEMCLI_HOME): the server it starts must open that home too
-    env = {**_env(tmp_path), "MEMCLI_PORT": str(port), "MEMCLI_HOOK_IDLE_TIMEOUT": "60"}
+    env = {**hash_env(tmp_path), "MEMCLI_PORT": str(port), "MEMCLI_HOOK_IDLE_TIMEOUT": "60"}
     p = subprocess.run([MEMCLI, "--home", str(home), "ui", "--no-browser", "--json"], env=env, capture_output=True,
                        text=True, timeout=90)
     info = json.loads((home / "server.json").read_text()) if (home / "server.json").exists() else None
