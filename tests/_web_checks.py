@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -57,6 +58,30 @@ def chromium_path() -> str | None:
 def launch(playwright: Any, executable: str) -> Any:
     args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     return playwright.chromium.launch(executable_path=executable, args=args, headless=True)
+
+
+@contextmanager
+def browser_or_skip() -> Iterator[Any]:
+    """A headless Chromium for a test module; the module is skipped, saying why, when there is none."""
+    import pytest
+
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("no Chromium on this machine (apt-get install -y chromium, or set PLAYWRIGHT_CHROMIUM): "
+                    "the browser tests need a real browser; bench/ui_check.py runs the same checks")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (pip install '.[test]')")
+    with sync_playwright() as p:
+        try:
+            browser = launch(p, exe)
+        except Exception as exc:  # noqa: BLE001 - a Chromium that cannot start (missing libraries…)
+            pytest.skip(f"Chromium at {exe} did not start: {str(exc).splitlines()[0]}")
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def seed(api: httpx.Client, namespace: str, *, copies: int = 3) -> dict[str, Any]:

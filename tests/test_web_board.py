@@ -69,19 +69,7 @@ def seeded(api: httpx.Client) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def page(server: ServerProc, api: httpx.Client, seeded: dict[str, Any]) -> Iterator[Any]:
     """One signed-in page on the Board tab of the seeded namespace."""
-    exe = wc.chromium_path()
-    if exe is None:
-        pytest.skip("no Chromium on this machine (apt-get install -y chromium, or set PLAYWRIGHT_CHROMIUM): "
-                    "the browser tests need a real browser")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install '.[test]')")
-    with sync_playwright() as p:
-        try:
-            browser = wc.launch(p, exe)
-        except Exception as exc:  # noqa: BLE001 - a Chromium that cannot start (missing libraries…)
-            pytest.skip(f"Chromium at {exe} did not start: {str(exc).splitlines()[0]}")
+    with wc.browser_or_skip() as browser:
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         pg = ctx.new_page()
         pg.errors = []
@@ -90,7 +78,6 @@ def page(server: ServerProc, api: httpx.Client, seeded: dict[str, Any]) -> Itera
         open_board(pg)
         yield pg
         ctx.close()
-        browser.close()
 
 
 def open_board(pg: Any) -> None:

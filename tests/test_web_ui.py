@@ -192,21 +192,8 @@ def test_memcli_ui_starts_the_homes_server_when_none_runs(tmp_path: Path) -> Non
 # ---------------------------------------------------------------------------------------------- in a browser
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    exe = wc.chromium_path()
-    if exe is None:
-        pytest.skip("no Chromium on this machine (apt-get install -y chromium, or set PLAYWRIGHT_CHROMIUM): "
-                    "the browser tests need a real browser; bench/ui_check.py runs the same checks")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install '.[test]')")
-    with sync_playwright() as p:
-        try:
-            b = wc.launch(p, exe)
-        except Exception as exc:  # noqa: BLE001 - a Chromium that cannot start (missing libraries…)
-            pytest.skip(f"Chromium at {exe} did not start: {str(exc).splitlines()[0]}")
+    with wc.browser_or_skip() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
