@@ -19,7 +19,6 @@ Figures on this shared 2-core machine are noisy: medians of --runs repetitions.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import _web_checks as wc  # noqa: E402
-from _memcli_server import start_server  # noqa: E402
+from _memcli_server import MEMCLI, hash_env, start_server  # noqa: E402
 
 CONFIG = """
 [jobs.test]
@@ -92,13 +91,11 @@ def main() -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    memcli = str(Path(sys.executable).parent / "memcli")
     tmp = Path(tempfile.mkdtemp(prefix="memcli-board-check-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
+    env = hash_env(tmp)
     (tmp / "home").mkdir(parents=True)
     (tmp / "home" / "config.toml").write_text(CONFIG)
-    srv = start_server(memcli, env, tmp / "home")
+    srv = start_server(MEMCLI, env, tmp / "home")
     ok = True
     try:
         with srv.client(timeout=60) as api, sync_playwright() as p:

@@ -7,7 +7,7 @@ Starts a real `memcli serve` (hash embedder unless --embedder local) on a fresh 
 memories from three agents (claude-code, codex, openclaw) about three projects over three weeks, signs in
 through a one-time code as `memcli ui` does, and runs the same checks as tests/test_web_ui.py: the code
 works once, the sidebar counts, search finds a memory (with its explanation), an edit saves, a stale edit
-shows the conflict, forget removes, XSS content renders as text, the distill panel degrades. Then it times
+shows the conflict, forget removes, XSS content renders as text, the distill panel shows the server's plan. Then it times
 
 - page load: a fresh browser context opening the one-time link → sign-in exchange → the first complete
   render (sidebar, list, chart);
@@ -20,7 +20,6 @@ Figures on this shared 2-core machine are noisy: medians of --runs repetitions.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import _web_checks as wc  # noqa: E402
-from _memcli_server import start_server  # noqa: E402
+from _memcli_server import MEMCLI, hash_env, start_server  # noqa: E402
 
 
 def _ms(xs: list[float]) -> str:
@@ -55,11 +54,10 @@ def main() -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    memcli = str(Path(sys.executable).parent / "memcli")
     tmp = Path(tempfile.mkdtemp(prefix="memcli-ui-check-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER=args.embedder, HOME=str(tmp / "user-home"))
-    srv = start_server(memcli, env, tmp / "home")
+    env = hash_env(tmp)
+    env["MEMCLI_EMBEDDER"] = args.embedder
+    srv = start_server(MEMCLI, env, tmp / "home")
     results: list[tuple[str, bool, str]] = []
 
     def check(name: str, ok: bool, detail: str = "") -> None:
@@ -116,7 +114,9 @@ def main() -> int:
             wc.search(page, wc.FACTS[8][2][:60], gone)
             wc.forget(page, gone)
             check("forget removes it", api.get(f"/api/memories/{gone}").status_code == 404)
-            check("distill panel degrades", page.text_content("#distill-status") == "distill not available on this server")
+            page.click("#distill-plan")
+            page.wait_for_selector("#distill-out h3, #distill-out p.muted")
+            check("distill panel shows the plan", "not available" not in (page.text_content("#distill-status") or ""))
             check("no script errors on the page", not errors, "; ".join(errors))
 
             if args.screenshot:
