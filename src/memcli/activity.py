@@ -20,10 +20,12 @@ MAX_DAYS = 366
 MAX_TZ_OFFSET_MIN = 14 * 60  # UTC-12 .. UTC+14, with room
 
 
-def scope_counts(store: "MemoryStore", *, default_namespace: str, now: int) -> dict[str, Any]:
+def scope_counts(store: "MemoryStore", *, default_namespace: str, now: int,
+                 only: str | None = None) -> dict[str, Any]:
     """``{"default_namespace", "total", "namespaces": [{"namespace", "total", "scopes": {scope: n}}]}``:
-    the default namespace first, then the others by name; scopes by count, then name."""
-    rows = store.column_values(build_where(include_expired=False, now=now), ["namespace", "scope"])
+    the default namespace first, then the others by name; scopes by count, then name. ``only``: that
+    namespace alone (a team space sees its own)."""
+    rows = store.column_values(build_where(namespace=only, include_expired=False, now=now), ["namespace", "scope"])
     by_ns: dict[str, dict[str, int]] = {}
     for r in rows:
         scopes = by_ns.setdefault(r["namespace"], {})

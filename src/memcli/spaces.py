@@ -388,11 +388,9 @@ class SpaceService(MemoryService):
 
     def scope_counts(self) -> dict[str, Any]:
         """The web view's sidebar, for this space only (other spaces' names are not the caller's to see)."""
-        counts = super().scope_counts()
-        counts["namespaces"] = [n for n in counts.get("namespaces", []) if n.get("namespace") == self.namespace]
-        counts["total"] = sum(n.get("total", 0) for n in counts["namespaces"])
-        counts["default_namespace"] = self.namespace
-        return counts
+        from memcli.activity import scope_counts
+
+        return scope_counts(self.store, default_namespace=self.namespace, now=now_ms(), only=self.namespace)
 
     def daily_counts(self, *, days: int = 30, namespace: str | None = None, all_namespaces: bool = False,
                      tz_offset_minutes: int = 0) -> dict[str, Any]:
