@@ -132,7 +132,7 @@ def build_store(home: Path, n: int, texts: list[str], vecs: np.ndarray) -> None:
     t = time.perf_counter()
     svc.store.compact()
     print(f"  built {n:,} memories; compaction + indexes took {time.perf_counter() - t:.1f}s;"
-          f" indexes: {sorted(svc.store._index_names())}")
+          f" indexes: {sorted(svc.store.index_names())}")
     svc.close()
 
 

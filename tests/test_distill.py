@@ -129,15 +129,15 @@ def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None
 def test_later_runs_compare_only_what_changed_and_still_merge_new_copies(service: MemoryService) -> None:
     ids = seed(service)
     service.distill_apply()
-    d = Distiller(service)
+    d = Distiller(service.store, service.embedder)
     assert d._watermark() is not None  # the next run compares only pairs with a new or changed memory
     late = service.remember("The billing service uses PostgreSQL 16 for JSONB support...", agent="gemini").memory_id
     service.remember("the on-call rota is in the wiki", agent="gemini")
     plan = d.plan()
     assert [(m.keep, m.merge) for m in plan.merge] == [(ids["c"], [late])]
-    full = Distiller(service, DistillOptions(full=True)).plan()
+    full = Distiller(service.store, service.embedder, DistillOptions(full=True)).plan()
     assert [(m.keep, m.merge) for m in full.merge] == [(ids["c"], [late])]
-    assert Distiller(service, DistillOptions(threshold=0.95))._watermark() is None  # another threshold: all pairs
+    assert Distiller(service.store, service.embedder, DistillOptions(threshold=0.95))._watermark() is None  # another threshold: all pairs
     service.distill_apply()
     assert set(service.get(ids["c"]).merged_from) == {ids["a"], ids["b"], late}
     service.distill_undo()
@@ -146,7 +146,7 @@ def test_later_runs_compare_only_what_changed_and_still_merge_new_copies(service
 
 def test_a_memory_changed_meanwhile_rolls_the_whole_apply_back(service: MemoryService) -> None:
     ids = seed(service)
-    d = Distiller(service)
+    d = Distiller(service.store, service.embedder)
     plan = d.plan()
     service.update(ids["b"], importance=0.7)  # another agent edits one member after the plan was made
     after_edit = state(service)

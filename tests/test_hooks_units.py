@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memcli.hooks import client
+from memcli.hooks import client, transport
 from memcli.hooks.redact import redact
 from memcli.hooks.summarize import extractive
 from memcli.hooks.text import is_trivial, last_turn, strip_injected
@@ -132,11 +132,11 @@ def test_client_home_matches_config_default_home(monkeypatch: pytest.MonkeyPatch
         monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     else:
         monkeypatch.setenv("XDG_DATA_HOME", xdg)
-    assert Path(client.default_home()) == default_home()
+    assert Path(transport.default_home()) == default_home()
     monkeypatch.delenv("MEMCLI_HOME", raising=False)
     from memcli.config import load_config
 
-    assert Path(client.resolve_home()) == load_config().home
+    assert Path(transport.resolve_home()) == load_config().home
 
 
 def test_client_settings_precedence(tmp_path: Path) -> None:
@@ -145,34 +145,34 @@ def test_client_settings_precedence(tmp_path: Path) -> None:
     home = tmp_path / "h"
     home.mkdir()
     env = {"MEMCLI_HOME": str(home), "HOME": str(tmp_path)}
-    s = client.resolve_settings(env)
+    s = transport.resolve_settings(env)
     assert (Path(s.home), s.port, s.start_port, s.token, s.home_id, s.deadline_ms) == (home, None, 8765, None, None,
                                                                                         1500)
     assert s.candidates() == []  # no server of this home has run: nothing is tried
     (home / "auth.json").write_text(json.dumps({"home_id": "0123456789abcdef", "token": "t" * 43}))
-    s = client.resolve_settings(env)
+    s = transport.resolve_settings(env)
     assert (s.home_id, s.token) == ("0123456789abcdef", "t" * 43)
     (home / "config.toml").write_text('[server]\nport = 9100\ntoken = "cfgtok-long"\n[hooks]\ndeadline_ms = 900\n')
-    s = client.resolve_settings(env)
+    s = transport.resolve_settings(env)
     assert (s.port, s.start_port, s.token, s.deadline_ms) == (None, 9100, "cfgtok-long", 900)
     (home / "server.json").write_text(json.dumps({"pid": os.getpid(), "port": 9200, "host": "127.0.0.1"}))
-    s = client.resolve_settings(env)
+    s = transport.resolve_settings(env)
     assert (s.port, s.candidates()) == (9200, [9200])
     (home / "server.json").write_text(json.dumps({"pid": os.getpid(), "port": 9201}, indent=1))
-    assert client.resolve_settings(env).port == 9201
+    assert transport.resolve_settings(env).port == 9201
     (home / "server.json").write_text('{"port": 9202}')  # no pid: trusted
-    assert client.resolve_settings(env).port == 9202
-    s = client.resolve_settings({**env, "MEMCLI_PORT": "9300", "MEMCLI_TOKEN": "envtok-long",
+    assert transport.resolve_settings(env).port == 9202
+    s = transport.resolve_settings({**env, "MEMCLI_PORT": "9300", "MEMCLI_TOKEN": "envtok-long",
                                  "MEMCLI_HOOK_DEADLINE_MS": "700"})
     assert (s.candidates(), s.start_port, s.token, s.deadline_ms) == ([9202, 9300], 9300, "envtok-long", 700)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     (home / "server.json").write_text(json.dumps({"pid": dead.pid, "port": 9203}))
-    assert client.resolve_settings(env).port is None  # left behind by a killed server: not trusted
+    assert transport.resolve_settings(env).port is None  # left behind by a killed server: not trusted
     (home / "config.toml").write_text("[server\nport = ")  # broken TOML: defaults, no crash
     (home / "server.json").write_text("{not json")
     (home / "auth.json").write_text("{broken")
-    s = client.resolve_settings(env)
+    s = transport.resolve_settings(env)
     assert (s.port, s.start_port, s.home_id, s.token) == (None, 8765, None, None)
 
 
@@ -180,18 +180,18 @@ def test_client_reads_the_auth_file_memcli_writes(tmp_path: Path) -> None:
     from memcli.home import load_or_create_auth
 
     auth = load_or_create_auth(tmp_path / "h")
-    assert client.read_auth(str(tmp_path / "h")) == (auth.home_id, auth.token)
+    assert transport.read_auth(str(tmp_path / "h")) == (auth.home_id, auth.token)
 
 
 def test_http_answer_parsing() -> None:
     ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-type: application/json\r\n\r\n{}"
-    assert client._complete(ok) == (200, b"{}")
-    assert client._complete(ok[:-1]) is None
+    assert transport.parse_response(ok) == (200, b"{}")
+    assert transport.parse_response(ok[:-1]) is None
     chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n3\r\n\":1\r\n1\r\n}\r\n0\r\n\r\n"
-    assert client._complete(chunked) == (200, b'{"a":1}')
-    assert client._complete(b"HTTP/1.1 204 No Content\r\n\r\n") == (204, b"")
+    assert transport.parse_response(chunked) == (200, b'{"a":1}')
+    assert transport.parse_response(b"HTTP/1.1 204 No Content\r\n\r\n") == (204, b"")
     with pytest.raises(OSError):
-        client._complete(b"SSH-2.0-OpenSSH\r\n\r\n")
+        transport.parse_response(b"SSH-2.0-OpenSSH\r\n\r\n")
 
 
 def test_hook_client_imports_only_the_standard_library() -> None:

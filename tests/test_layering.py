@@ -48,3 +48,100 @@ def test_core_does_not_read_the_environment() -> None:
         if "os.environ[" in text or "os.environ.get(" in text or "os.getenv(" in text:
             offenders.append(str(path.relative_to(PKG)))
     assert not offenders, offenders
+
+
+# ------------------------------------------------------------------------------------------ one-way imports
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def _edges(name: str) -> tuple[set[str], list[tuple[str, str]]]:
+    """The memcli modules ``name`` imports — anywhere: at the top, inside functions, under TYPE_CHECKING — and
+    the names it imports from them."""
+    path = MODULES[name]
+    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: set[str] = set()
+    names: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("memcli")}
+        elif isinstance(node, ast.ImportFrom):
+            mod = ".".join(base[: len(base) - node.level + 1] + [node.module or ""]).strip(".") if node.level \
+                else node.module or ""
+            if not mod.startswith("memcli"):
+                continue
+            for a in node.names:
+                if f"{mod}.{a.name}" in MODULES:
+                    out.add(f"{mod}.{a.name}")
+                else:
+                    out.add(mod)
+                    names.append((mod, a.name))
+    return {m for m in out if m in MODULES and m != name}, names
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    graph = {m: _edges(m)[0] for m in MODULES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for m in sorted(graph):
+        if m not in index:
+            visit(m)
+    return found
+
+
+def test_no_import_circles() -> None:
+    """Imports run one way: no two modules of memcli import each other, directly or around a circle (type-only
+    and function-level imports count too — they are the same dependency, only later)."""
+    assert _cycles() == []
+
+
+def test_the_cycle_check_finds_a_circle(tmp_path: Path) -> None:
+    """The check above can fail: a made-up pair of modules importing each other is found."""
+    saved = dict(MODULES)
+    try:
+        (tmp_path / "memcli").mkdir()
+        (tmp_path / "memcli" / "a.py").write_text("from memcli import b\n")
+        (tmp_path / "memcli" / "b.py").write_text("def f():\n    from memcli.a import x\n")
+        MODULES.clear()
+        MODULES.update({"memcli.a": tmp_path / "memcli" / "a.py", "memcli.b": tmp_path / "memcli" / "b.py"})
+        assert _cycles() == [["memcli.a", "memcli.b"]]
+    finally:
+        MODULES.clear()
+        MODULES.update(saved)
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A name with a leading underscore is its module's own business: no other module imports it."""
+    offenders = [f"{m} imports {name} from {mod}" for m in MODULES for mod, name in _edges(m)[1]
+                 if name.startswith("_") and not name.startswith("__")]
+    assert not offenders, offenders

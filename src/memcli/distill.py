@@ -41,12 +41,14 @@ from memcli.audit import AuditEvent, clip
 from memcli.errors import NotFoundError, StoreError, ValidationError, VersionConflictError
 from memcli.models import ACTIVE, ARCHIVED, SUPERSEDED, Memory, now_ms
 from memcli.reader import quote
-from memcli.store import ACTIVE_FILTER, STATUS_COLUMNS, _row_to_memory, row_search_text
+from memcli.records import embed_memories
+from memcli.store import ACTIVE_FILTER, STATUS_COLUMNS, row_search_text, row_to_memory
 
 if TYPE_CHECKING:
     from memcli.condense import LlmSettings
     from memcli.config import Config
-    from memcli.service import MemoryService
+    from memcli.embedders import Embedder
+    from memcli.store import MemoryStore
 
 MERGE_THRESHOLD = 0.90
 PROMOTE_IMPORTANCE = 0.8
@@ -149,9 +151,10 @@ class DistillPlan:
 class Distiller:
     """Plans, applies and undoes distills on one service's store."""
 
-    def __init__(self, service: "MemoryService", options: DistillOptions | None = None) -> None:
-        self.service = service
-        self.store = service.store
+    def __init__(self, store: "MemoryStore", embedder: "Embedder", options: DistillOptions | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.calibration = embedder.calibration()
         self.options = options or DistillOptions()
         self.options.check()
 
@@ -169,7 +172,7 @@ class Distiller:
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)
-        mems = [_row_to_memory(r) for r in table.drop_columns(["vector"]).to_pylist()]
+        mems = [row_to_memory(r) for r in table.drop_columns(["vector"]).to_pylist()]
         plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems), read_at=now)
         since = self._watermark()
         plan.archive = [m.id for m in mems if m.expires_at is not None and m.expires_at <= now]
@@ -213,7 +216,7 @@ class Distiller:
         n = len(mems)
         if n < 2:
             return []
-        cal = self.service.calibration
+        cal = self.calibration
         xs = np.array([p[0] for p in cal.points])
         ys = np.array([p[1] for p in cal.points])
         thr = float(self.options.threshold)
@@ -287,13 +290,13 @@ class Distiller:
         schema = self.store.table.schema
         data = pa.Table.from_pylist(rows, schema=schema)
         # one commit (a failed one changes nothing); each row only if it is still at the version the plan read
-        res = self.store._commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
+        res = self.store.commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
             where="target.version = source.version - 1").execute(data), "applying the distill")
         if int(res.num_updated_rows) != len(rows):
             # some memories changed after they were read: put back the rows this commit did change (only
             # those, so a write another process made meanwhile stays), again in one commit
             back = pa.Table.from_pylist(originals, schema=schema)
-            self.store._commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
+            self.store.commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
                 where=f"target.version = source.version + 1 AND target.updated_at = {rows[0]['updated_at']}")
                 .execute(back), "rolling the distill back")
             self.store.facts.forget()
@@ -306,7 +309,7 @@ class Distiller:
                 "nothing was changed: run `memcli distill` again")
         self._fault("after-commit")
         self.store.facts.forget()
-        self.store._after_write()
+        self.store.after_write()
         self.store.audit.record(events)
         self._set_watermark(plan)
         self._prune_tags()
@@ -371,7 +374,7 @@ class Distiller:
             ev(mid, "promote", {"scope": [plan.memories[mid].scope, "global"]}, plan.reasons.get(mid, ""))
         ids = list(values)
         full = {r["id"]: r for start in range(0, len(ids), 500)
-                for r in self.store._rows("id IN (" + ", ".join(quote(i) for i in ids[start:start + 500]) + ")",
+                for r in self.store.read_rows("id IN (" + ", ".join(quote(i) for i in ids[start:start + 500]) + ")",
                                           self.store.table.schema.names)}
         new_content = {mid: v["content"] for mid, v in values.items() if "content" in v}
         vecs = self._embed(new_content, full)
@@ -402,7 +405,7 @@ class Distiller:
             return {}
         probes = [Memory(id=mid, content=text, context=json.loads(rows[mid].get("context") or "[]"))
                   for mid, text in contents.items()]
-        own, ctx = self.service._embed_memories(probes)
+        own, ctx = embed_memories(self.embedder, probes)
         return {p.id: {"vector": [float(x) for x in o], "context_vector": [float(x) for x in c]}
                 for p, o, c in zip(probes, own, ctx)}
 
@@ -481,14 +484,14 @@ class Distiller:
         elif tag not in {t["tag"] for t in tags}:
             known = ", ".join(t["tag"] for t in tags[:5]) or "none"
             raise NotFoundError(f"no distill tag {tag!r} (latest: {known})")
-        before = {r["id"]: r for r in self.store._rows(None, ["id", "version", "status", "namespace"])}
+        before = {r["id"]: r for r in self.store.read_rows(None, ["id", "version", "status", "namespace"])}
         try:
             self._restore(tag)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"restoring {tag} failed: {exc}") from exc
         self.store.write_meta({WATERMARK: "null"})  # the next run compares everything again
-        self.store._after_write()
-        after = {r["id"]: r for r in self.store._rows(None, ["id", "version", "status", "namespace"])}
+        self.store.after_write()
+        after = {r["id"]: r for r in self.store.read_rows(None, ["id", "version", "status", "namespace"])}
         events = []
         for mid, r in after.items():
             b = before.get(mid)

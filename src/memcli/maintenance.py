@@ -94,7 +94,7 @@ class IndexMaintenance:
     _rows: Callable[..., list[dict[str, Any]]]
 
     # ---------------------------------------------------------------- indexes and compaction
-    def _index_names(self) -> dict[str, Any]:
+    def index_names(self) -> dict[str, Any]:
         return {ix.name: ix for ix in self.table.list_indices()}
 
     def has_vector_index(self, column: str = "vector") -> bool:
@@ -105,7 +105,7 @@ class IndexMaintenance:
         """Partitions to probe on ``column``'s ANN index (None: no index, the search is exact)."""
         probes = self.facts.get("vector_index", lambda: {
             ix.columns[0]: vector_nprobes(int(ix.num_indexed_rows or 0))
-            for ix in self._index_names().values() if ix.index_type.upper().startswith("IVF")})
+            for ix in self.index_names().values() if ix.index_type.upper().startswith("IVF")})
         return probes.get(column)
 
     def ensure_fts_index(self) -> None:
@@ -113,7 +113,7 @@ class IndexMaintenance:
         one built with an older tokenizer version."""
         if self._fts_ready:
             return
-        names = self._index_names()
+        names = self.index_names()
         if FTS_INDEX not in names:
             if self.table.count_rows() == 0:
                 return
@@ -194,7 +194,7 @@ class IndexMaintenance:
         (~0.7 ms per search at 100k rows); the caller still checks the rows it keeps, for one another
         process may have just written elsewhere."""
         def compute() -> str | None:
-            first = self._rows(None, ["namespace"], 1)
+            first = self.read_rows(None, ["namespace"], 1)
             ns = first[0]["namespace"] if first else None
             return ns if ns is not None and self.count(f"namespace != {quote(ns)}") == 0 else None
 
@@ -225,7 +225,7 @@ class IndexMaintenance:
     def fragment_count(self) -> int:
         return int(self.table.stats()["fragment_stats"]["num_fragments"])
 
-    def _after_write(self, rows: list[dict[str, Any]] | None = None) -> None:
+    def after_write(self, rows: list[dict[str, Any]] | None = None) -> None:
         # what this process just wrote is seen at once; an update (no rows) may change importance or project
         if rows and any(r.get("context") for r in rows):
             self.facts.forget("context")

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 from memcli.audit import AuditEvent, clip, diff
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
-    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, STATUSES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
+    DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
     validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
 )
+from memcli.records import embed_memories, record_to_memory, reusable_vector
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
 from memcli.store import ACTIVE_FILTER, memory_to_row, quote
 
@@ -180,7 +181,7 @@ class MemoryService:
             to_write.append(i)
         if to_write:
             self._attach_context([mems[i] for i in to_write])
-            vectors, ctx_vectors = self._embed_memories([mems[i] for i in to_write], progress)
+            vectors, ctx_vectors = embed_memories(self.embedder, [mems[i] for i in to_write], progress)
             rows = []
             for i, vec, cvec in zip(to_write, vectors, ctx_vectors):
                 similar = self._similar(vec, mems[i].namespace, self.duplicate_threshold)
@@ -219,24 +220,6 @@ class MemoryService:
             m.context = [p.content for p in recent[k][-window:]]
             recent[k].append(m)
 
-    def _embed_memories(self, mems: Sequence[Memory], progress: Progress | None = None,
-                        batch: int = 32) -> tuple[list[Any], list[Any]]:
-        """Own vectors, and context vectors ("previous + this"; the own vector when there is no context),
-        embedded together in batches."""
-        own: list[Any] = []
-        ctx: list[Any] = []
-        for start in range(0, len(mems), batch):
-            chunk = mems[start:start + batch]
-            extra = [m.context_text() for m in chunk if m.context]
-            vecs = self.embedder.embed_passages([m.content for m in chunk] + [t for t in extra if t])
-            it = iter(vecs[len(chunk):])
-            for m, v in zip(chunk, vecs[:len(chunk)]):
-                own.append(v)
-                ctx.append(next(it) if m.context else v)
-            if progress:
-                progress(min(start + batch, len(mems)), len(mems))
-        return own, ctx
-
     def _upsert_by_key(self, old: Memory, new: Memory, source: str, actor: str | None = None) -> None:
         values: dict[str, Any] = {"tags": new.tags, "importance": new.importance, "scope": new.scope,
                                   "metadata": new.metadata, "expires_at": new.expires_at, "updated_at": new.updated_at,
@@ -254,7 +237,7 @@ class MemoryService:
 
     def _vector_values(self, content: str, context: list[str]) -> dict[str, Any]:
         probe = Memory(id="", content=content, context=list(context))
-        own, ctx = self._embed_memories([probe])
+        own, ctx = embed_memories(self.embedder, [probe])
         return {"vector": [float(x) for x in own[0]], "context_vector": [float(x) for x in ctx[0]]}
 
     # ------------------------------------------------------------------ recall
@@ -456,11 +439,11 @@ class MemoryService:
             if not isinstance(r, dict):
                 raise ValidationError(f"record {i + 1} is not a JSON object")
             try:
-                vec = _reusable_vector(r.get("vector"), self.embedder.dim) if reuse else None
+                vec = reusable_vector(r.get("vector"), self.embedder.dim) if reuse else None
                 if vec is not None:  # context vector: its own if exported, else the same vector
-                    cvec = _reusable_vector(r.get("context_vector"), self.embedder.dim)
+                    cvec = reusable_vector(r.get("context_vector"), self.embedder.dim)
                     vec = (vec, cvec if cvec is not None else vec)
-                mems.append((_record_to_memory(r), vec))
+                mems.append((record_to_memory(r), vec))
             except ValidationError as exc:
                 raise ValidationError(f"record {i + 1}: {exc.message}") from None
         existing = set()
@@ -472,7 +455,7 @@ class MemoryService:
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
             need = [m for m, v in chunk if v is None]
-            own, ctx = self._embed_memories(need) if need else ([], [])
+            own, ctx = embed_memories(self.embedder, need) if need else ([], [])
             fresh = iter(zip(own, ctx))
             rows = [memory_to_row(m, *(v if v is not None else next(fresh))) for m, v in chunk]
             n = self.store.insert(rows)
@@ -506,7 +489,7 @@ class MemoryService:
             "tags": dict(sorted(by_tag.items(), key=lambda kv: -kv[1])[:50]),
             "embedder": self.store.stored_identity, "store": self.store.uri,
             "size_bytes": self.store.size_bytes(), "fragments": self.store.fragment_count(),
-            "indexes": sorted(self.store._index_names()),
+            "indexes": sorted(self.store.index_names()),
         }
 
     def scope_counts(self) -> dict[str, Any]:
@@ -537,7 +520,7 @@ class MemoryService:
         total = self.store.count()
         done = 0
         for mems in self.store.iter_batches(None, batch_size=batch):
-            own, ctx = self._embed_memories(mems)
+            own, ctx = embed_memories(self.embedder, mems)
             rows = [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
             new.add(pa.Table.from_pylist(rows, schema=new.schema))
             done += len(mems)
@@ -555,87 +538,30 @@ class MemoryService:
         """What a distill would do (changes nothing)."""
         from memcli.distill import Distiller
 
-        return Distiller(self, options).plan()
+        return Distiller(self.store, self.embedder, options).plan()
 
     def distill_apply(self, options: "DistillOptions | None" = None, *,
                       archive: Callable[[list[Memory]], None] | None = None) -> dict[str, Any]:
         """Plan and apply a distill after tagging the table's version; ``{"ok", "tag", "counts", ...}``."""
         from memcli.distill import Distiller
 
-        d = Distiller(self, options)
+        d = Distiller(self.store, self.embedder, options)
         return d.apply(d.plan(), archive=archive)
 
     def distill_undo(self, tag: str | None = None) -> dict[str, Any]:
         """Restore the store as it was before a distill (default: the latest)."""
         from memcli.distill import Distiller
 
-        return Distiller(self).undo(tag)
+        return Distiller(self.store, self.embedder).undo(tag)
 
     def distill_tags(self) -> list[dict[str, Any]]:
         """The distill tags, newest first: ``[{"tag", "version", "created_at"}]``."""
         from memcli.distill import Distiller
 
-        return Distiller(self).tags()
+        return Distiller(self.store, self.embedder).tags()
 
 
 def _fields(m: Memory) -> dict[str, Any]:
     """A memory's changeable fields, as the store's update values name them."""
     return {"content": m.content, "tags": list(m.tags), "importance": m.importance, "scope": m.scope,
             "metadata": m.metadata, "expires_at": m.expires_at, "source": m.source}
-
-
-def _record_to_memory(r: dict[str, Any]) -> Memory:
-    content = validate_content(r.get("content"))
-    now = now_ms()
-    mid = r.get("id") or r.get("memory_id") or new_id()
-    if not isinstance(mid, str) or not 8 <= len(mid) <= 64 or not set(mid.lower()) <= set("0123456789abcdef-"):
-        raise ValidationError(f"invalid id {str(mid)[:70]!r}: ids are hex digits and dashes (a UUID)")
-    mid = mid.lower()
-    created = _int_field(r, "created_at", now)
-    return Memory(
-        id=mid, content=content, namespace=validate_namespace(r.get("namespace") or DEFAULT_NAMESPACE),
-        project=validate_project(r.get("project")), scope=normalise_scope(r.get("scope") or "global"),
-        tags=validate_tags(r.get("tags")), importance=validate_importance(r.get("importance", 0.5)),
-        key=validate_key(r.get("key")), metadata=validate_metadata(r.get("metadata")),
-        source=r.get("source") if r.get("source") in SOURCES else "import", created_at=created,
-        updated_at=_int_field(r, "updated_at", created), expires_at=_int_field(r, "expires_at", None),
-        version=_int_field(r, "version", 1), content_hash=content_hash(content),
-        thread=validate_thread(r.get("thread")), context=_context_field(r.get("context")),
-        status=r.get("status") if r.get("status") in STATUSES else "active",
-        merged_from=[str(x) for x in r.get("merged_from") or [] if isinstance(x, str)][:10_000],
-        superseded_by=r.get("superseded_by") if isinstance(r.get("superseded_by"), str) else None,
-    )
-
-
-def _context_field(v: Any) -> list[str]:
-    """An imported record's context: a list of strings (the thread's previous memories)."""
-    if v is None:
-        return []
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ValidationError("context must be a list of strings")
-    return [x for x in v if x][-2:]
-
-
-def _int_field(r: dict[str, Any], name: str, default: int | None) -> int | None:
-    """An integer field of an imported record (ms timestamps, version); absent/null → ``default``."""
-    v = r.get(name)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, str) and not v.strip().isdigit()):
-        raise ValidationError(f"{name} must be an integer, got {v!r}")
-    if not 0 <= int(v) <= MAX_TIME_MS:  # far inside int64 (a bigger number is a broken file, not a time)
-        raise ValidationError(f"{name} must be between 0 and {MAX_TIME_MS}, got {v!r}")
-    return int(v)
-
-
-def _reusable_vector(v: Any, dim: int) -> list[float] | None:
-    """An exported vector worth reusing: ``dim`` finite numbers, not all zero; else None (the content is
-    re-embedded). Never store a zero, NaN or malformed vector from a file."""
-    import numpy as np
-
-    if not isinstance(v, list) or len(v) != dim or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-        return None
-    arr = np.asarray(v, dtype=np.float64)
-    norm = float(np.linalg.norm(arr)) if np.all(np.isfinite(arr)) else 0.0
-    return [float(x) for x in v] if norm > 1e-6 else None

@@ -114,7 +114,7 @@ def status_fields() -> list[Any]:
     return [pa.field(name, pa.string()) for name in STATUS_COLUMNS]
 
 
-def _row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
+def row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
     meta = row.get("metadata")
     try:
         metadata = json.loads(meta) if meta else {}
@@ -192,7 +192,7 @@ class MemoryStore(IndexMaintenance):
                 Path(uri).mkdir(parents=True, exist_ok=True, mode=0o700)
             self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), storage_options=storage_options)
             self._meta = self._open_meta()
-            self.audit = AuditLog(self.db, commit=self._commit, open_or_create=self.open_or_create)
+            self.audit = AuditLog(self.db, commit=self.commit, open_or_create=self.open_or_create)
             meta = self.read_meta()
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"cannot open the store at {uri}: {exc}. Run `memcli doctor`.") from exc
@@ -260,7 +260,7 @@ class MemoryStore(IndexMaintenance):
         import pyarrow as pa
 
         rows = pa.Table.from_pylist([{"key": k, "value": v} for k, v in values.items()], schema=self._meta.schema)
-        self._commit(lambda: self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+        self.commit(lambda: self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
                      .execute(rows), "writing the store's settings")
 
     def _open_or_create(self, name: str, dim: int) -> Any:
@@ -290,7 +290,7 @@ class MemoryStore(IndexMaintenance):
                 raise StoreError(f"cannot add the status columns to the store: {exc}") from exc
 
     # ---------------------------------------------------------------- writes
-    def _commit(self, op: Callable[[], Any], what: str, landed: Callable[[], bool] | None = None) -> Any:
+    def commit(self, op: Callable[[], Any], what: str, landed: Callable[[], bool] | None = None) -> Any:
         """Run one write (one commit). While other writers keep winning the commit race it is retried (after
         ``landed()`` says the failed attempt did not commit after all, so nothing is written twice); any
         failure (a full or read-only disk, a busy store) becomes a StoreError with a clear message."""
@@ -319,9 +319,9 @@ class MemoryStore(IndexMaintenance):
         import pyarrow as pa
 
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
-        res = self._commit(lambda: self.table.merge_insert("id").when_not_matched_insert_all().execute(data),
+        res = self.commit(lambda: self.table.merge_insert("id").when_not_matched_insert_all().execute(data),
                            "writing to the store")
-        self._after_write(rows)
+        self.after_write(rows)
         return int(res.num_inserted_rows)
 
     def add(self, rows: list[dict[str, Any]]) -> int:
@@ -332,9 +332,9 @@ class MemoryStore(IndexMaintenance):
 
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
         where = "id IN (" + ", ".join(quote(r["id"]) for r in rows) + ")"
-        self._commit(lambda: self.table.add(data), "writing to the store",
+        self.commit(lambda: self.table.add(data), "writing to the store",
                      landed=lambda: self.count(where) == len(rows))
-        self._after_write(rows)
+        self.after_write(rows)
         return len(rows)
 
     def update(self, memory_id: str, values: dict[str, Any], *, expected_version: int | None = None) -> int:
@@ -342,7 +342,7 @@ class MemoryStore(IndexMaintenance):
         (optimistic concurrency, checked inside the commit). Returns rows changed (0 or 1)."""
         import pyarrow as pa
 
-        rows = self._rows(f"id = {quote(memory_id)}", self.table.schema.names, 2)
+        rows = self.read_rows(f"id = {quote(memory_id)}", self.table.schema.names, 2)
         if not rows:
             return 0
         row = rows[0]
@@ -357,9 +357,9 @@ class MemoryStore(IndexMaintenance):
             ctx = json.loads(row["context"]) if row.get("context") else []
             row["search_text"] = row_search_text(values["content"], ctx)
         data = pa.Table.from_pylist([row], schema=self.table.schema)
-        res = self._commit(lambda: self.table.merge_insert("id").when_matched_update_all(
+        res = self.commit(lambda: self.table.merge_insert("id").when_matched_update_all(
             where=f"target.version = {version}").execute(data), "updating the store")
-        self._after_write()
+        self.after_write()
         return int(res.num_updated_rows)
 
     def delete(self, ids: Sequence[str], *, expected_version: int | None = None) -> int:
@@ -369,27 +369,27 @@ class MemoryStore(IndexMaintenance):
         where = "id IN (" + ", ".join(quote(i) for i in ids) + ")"
         if expected_version is not None:
             where += f" AND version = {int(expected_version)}"
-        res = self._commit(lambda: self.table.delete(where), "deleting from the store")
-        self._after_write()
+        res = self.commit(lambda: self.table.delete(where), "deleting from the store")
+        self.after_write()
         return int(res.num_deleted_rows)
 
     # ---------------------------------------------------------------- reads
-    def _rows(self, where: str | None, columns: list[str], limit: int | None = None) -> list[dict[str, Any]]:
+    def read_rows(self, where: str | None, columns: list[str], limit: int | None = None) -> list[dict[str, Any]]:
         try:
             return self.reader.rows(where, columns, limit)
         except (OSError, RuntimeError, ValueError) as exc:  # ValueError: pyarrow's ArrowInvalid (a damaged file)
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
 
     def get(self, memory_id: str, *, with_vector: bool = False) -> Memory | None:
-        rows = self._rows(f"id = {quote(memory_id)}", COLUMNS + (VECTOR_COLUMNS if with_vector else []), 2)
-        return _row_to_memory(rows[0], with_vector=with_vector) if rows else None
+        rows = self.read_rows(f"id = {quote(memory_id)}", COLUMNS + (VECTOR_COLUMNS if with_vector else []), 2)
+        return row_to_memory(rows[0], with_vector=with_vector) if rows else None
 
     def get_many(self, ids: Sequence[str], *, with_vector: bool = False) -> list[Memory]:
         if not ids:
             return []
         where = "id IN (" + ", ".join(quote(i) for i in ids) + ")"
-        rows = self._rows(where, COLUMNS + (VECTOR_COLUMNS if with_vector else []), len(ids) + 1)
-        return [_row_to_memory(r, with_vector=with_vector) for r in rows]
+        rows = self.read_rows(where, COLUMNS + (VECTOR_COLUMNS if with_vector else []), len(ids) + 1)
+        return [row_to_memory(r, with_vector=with_vector) for r in rows]
 
     def resolve_id(self, ref: str) -> str:
         """A full id or a unique prefix (≥ 4 characters, dashes optional) → the full id."""
@@ -410,7 +410,7 @@ class MemoryStore(IndexMaintenance):
         # Ids are shown short (their last 8 hex digits) and full: accept a prefix or a suffix of either, with
         # or without dashes (only hex digits and dashes get here, so the patterns hold no wildcard).
         where = (f"id LIKE '{_dashed(compact, 0)}%' OR id LIKE '%{_dashed(compact, 32 - len(compact))}'")
-        hits = sorted({r["id"] for r in self._rows(where, ["id"], 6)})
+        hits = sorted({r["id"] for r in self.read_rows(where, ["id"], 6)})
         if not hits:
             raise NotFoundError(f"no memory with id {ref}")
         if len(hits) > 1:
@@ -422,7 +422,7 @@ class MemoryStore(IndexMaintenance):
 
     def scan(self, where: str | None, *, with_vector: bool = False) -> list[Memory]:
         cols = COLUMNS + (VECTOR_COLUMNS if with_vector else [])
-        return [_row_to_memory(r, with_vector=with_vector) for r in self._rows(where, cols)]
+        return [row_to_memory(r, with_vector=with_vector) for r in self.read_rows(where, cols)]
 
     def iter_batches(self, where: str | None = None, *, with_vector: bool = False,
                      batch_size: int = 1000) -> Iterator[list[Memory]]:
@@ -438,18 +438,18 @@ class MemoryStore(IndexMaintenance):
                 return
             except (OSError, RuntimeError, ValueError) as exc:
                 raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
-            yield [_row_to_memory(r, with_vector=with_vector) for r in batch.to_pylist()]
+            yield [row_to_memory(r, with_vector=with_vector) for r in batch.to_pylist()]
 
     def page(self, where: str | None, *, limit: int, offset: int = 0) -> list[Memory]:
         """Newest first (by created_at, then id), exact filters, paged."""
-        keys = self._rows(where, ["id", "created_at"])
+        keys = self.read_rows(where, ["id", "created_at"])
         keys.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
         ids = [r["id"] for r in keys[offset: offset + limit]]
         by_id = {m.id: m for m in self.get_many(ids)}
         return [by_id[i] for i in ids if i in by_id]
 
     def find(self, where: str, limit: int = 10) -> list[Memory]:
-        return [_row_to_memory(r) for r in self._rows(where, COLUMNS, limit)]
+        return [row_to_memory(r) for r in self.read_rows(where, COLUMNS, limit)]
 
     def count(self, where: str | None = None) -> int:
         try:
@@ -458,7 +458,7 @@ class MemoryStore(IndexMaintenance):
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
 
     def column_values(self, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
-        return self._rows(where, columns)
+        return self.read_rows(where, columns)
 
     # ---------------------------------------------------------------- search
     def vector_search(self, vector: Sequence[float], where: str | None, k: int,
@@ -469,7 +469,7 @@ class MemoryStore(IndexMaintenance):
                                       self.vector_nprobes(column))
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"vector search failed: {exc}") from exc
-        return [(_row_to_memory(r), 1.0 - float(r["_distance"])) for r in rows]
+        return [(row_to_memory(r), 1.0 - float(r["_distance"])) for r in rows]
 
     def cosines(self, vector: Sequence[float], where: str | None, k: int) -> list[float]:
         """The cosine similarities of the ``k`` nearest memories, best first (no row is read)."""
@@ -558,7 +558,7 @@ class MemoryStore(IndexMaintenance):
             rows = self.reader.take(candidates.snapshot, list(rowids), COLUMNS)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}") from exc
-        return {rid: _row_to_memory(r) for rid, r in rows}
+        return {rid: row_to_memory(r) for rid, r in rows}
 
     # ---------------------------------------------------------------- reindex support
     def new_table(self, name: str, dim: int) -> Any:

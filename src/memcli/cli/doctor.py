@@ -241,7 +241,7 @@ def _store_health(cfg: Any, store: Any) -> list[Check]:
         return checks
     try:
         n = store.count()
-        names = store._index_names()
+        names = store.index_names()
         if FTS_INDEX in names:
             checks.append(Check("full-text index", "ok", "present (ICU tokenizer)"))
         elif any(old in names for old in OLD_FTS_INDEXES):

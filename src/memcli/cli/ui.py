@@ -51,7 +51,7 @@ def ensure_server(config: "Config", wait_s: float = START_WAIT_S) -> int:
         return port
     import os
 
-    from memcli.hooks import client
+    from memcli.hooks import client, transport
     from memcli.home import load_or_create_auth
 
     # The server inherits this environment: it must open this home (`--home` too) with this token.
@@ -59,7 +59,7 @@ def ensure_server(config: "Config", wait_s: float = START_WAIT_S) -> int:
     if config.server.token:
         os.environ["MEMCLI_TOKEN"] = config.server.token
     load_or_create_auth(config.home)  # the server would create it too; the client needs it to recognise it
-    s = client.resolve_settings(os.environ)
+    s = transport.resolve_settings(os.environ)
     wanted = config.server.port
     client.start_server(s, 0 if client.port_taken(wanted) else wanted)
     port = client.wait_own_server(s, time.monotonic() + wait_s)

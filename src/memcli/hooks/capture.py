@@ -85,7 +85,7 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
                                     budget=llm.Budget(home / "hooks-state" / "llm-usage.json",
                                                       cfg.llm_daily_token_budget))
         except Exception as exc:  # noqa: BLE001 - the LLM is optional: fall back to the extractive summary
-            from memcli.hooks.client import log
+            from memcli.hooks.transport import log
 
             log(home, f"Stop: LLM summary failed ({type(exc).__name__}: {exc}); extractive summary used", "server")
             content = None

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcli.hooks.client import log
+from memcli.hooks.transport import log
 from memcli.hooks.spool import PermanentError, Spool
 from memcli.hooks.state import HookState
 from memcli.project import detect_project

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memcli.hooks.client import spool as _write_raw
+from memcli.hooks.transport import spool as _write_raw
 
 MAX_ATTEMPTS = 5
 # The disk refused the write (full, read-only, no permission): not the payload's fault, so such a failure does not

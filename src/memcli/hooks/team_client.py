@@ -1,7 +1,8 @@
 """The hook client in team mode (``MEMCLI_API_URL``): forward each payload to the team server with the space
 token; never start a local server; a Stop turn the server did not take waits in ``<home>/spool-team``.
 
-Standard library only, like :mod:`memcli.hooks.client` (a hook is a fresh process each time).
+Standard library only, like :mod:`memcli.hooks.client` (a hook is a fresh process each time); loaded only
+in team mode.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from memcli.hooks.client import Settings, _read, http, log, split_url, spool
+from memcli.hooks.transport import Settings, http, log, read_file, split_url, spool
 
 TEAM_SPOOL = "spool-team"
 
@@ -50,7 +51,7 @@ def _resend_team_spool(s: Settings, where: tuple[bool, str, int, str], deadline:
         if deadline - time.monotonic() < 0.3:
             return
         path = os.path.join(d, name)
-        body = _read(path)
+        body = read_file(path)
         if body is None:
             continue
         try:

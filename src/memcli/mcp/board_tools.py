@@ -12,6 +12,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from memcli.errors import MemcliError
+from memcli.mcp.results import json_result
 
 if TYPE_CHECKING:
     from memcli.server.holder import ServiceHolder
@@ -27,8 +28,6 @@ _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_
 
 def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
     """Add the six board tools to ``mcp``."""
-    from memcli.mcp.server import _json_result
-
     def run(method: str, /, *args: Any, **kwargs: Any) -> Any:
         """One BoardService call on the holder's service, tracked like a memory call."""
         from memcli.board import board_of
@@ -44,14 +43,14 @@ def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
         """The shared task board: every column in order (default backlog → todo → doing → review → done) with
         its cards ({"task_id", "title", "status", "assignee", "labels", "version", "job", ...}), and the names
         of the jobs you may trigger. Look here before picking up work another agent may already be doing."""
-        return _json_result(run("board", namespace=namespace))
+        return json_result(run("board", namespace=namespace))
 
     @mcp.tool(name="get_task", title="Get a task", annotations=_READ)
     def get_task(task_id: TaskId, namespace: Namespace = None) -> CallToolResult:
         """One card in full, with the memories linked to it (explicit links and memories tagged with its id,
         such as the record of each move and its reason) and its job runs (status, exit code, log path).
         Its `version` is what move_card's expected_version wants."""
-        return _json_result(run("task_detail", task_id, namespace=namespace))
+        return json_result(run("task_detail", task_id, namespace=namespace))
 
     @mcp.tool(name="create_task", title="Create a task", annotations=_WRITE)
     def create_task(
@@ -68,7 +67,7 @@ def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
         {"ok", "task_id", "task"}."""
         task = run("create_task", title, description=description, status=status, assignee=assignee, labels=labels,
                    memory_ids=memory_ids, agent=agent, namespace=namespace)
-        return _json_result({"ok": True, "task_id": task.id, "task": task.item()})
+        return json_result({"ok": True, "task_id": task.id, "task": task.item()})
 
     @mcp.tool(name="move_card", title="Move a card", annotations=_WRITE)
     def move_card(
@@ -87,7 +86,7 @@ def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
         "memory_id", "task"}."""
         res = run("move", task_id, to_status, reason=reason, expected_version=expected_version, agent=agent,
                   namespace=namespace, source="mcp")
-        return _json_result(res.item())
+        return json_result(res.item())
 
     @mcp.tool(name="trigger_job", title="Run a configured job", annotations=_WRITE)
     def trigger_job(
@@ -101,7 +100,7 @@ def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
         status (running, succeeded, failed, timed-out), exit code and log path show on the card: poll get_task.
         Returns {"ok", "run": {"run_id", "job", "status", "log_path", ...}}."""
         r = run("trigger_job", task_id, job, agent=agent, namespace=namespace)
-        return _json_result({"ok": True, "run": r.item()})
+        return json_result({"ok": True, "run": r.item()})
 
     @mcp.tool(name="list_tasks_by_status", title="List tasks in a column", annotations=_READ)
     def list_tasks_by_status(
@@ -110,4 +109,4 @@ def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
     ) -> CallToolResult:
         """The cards in one column, by number (long descriptions clipped: get_task has them in full). Returns
         a list of task objects."""
-        return _json_result([t.item(brief=True) for t in run("list_tasks", status=status, namespace=namespace)])
+        return json_result([t.item(brief=True) for t in run("list_tasks", status=status, namespace=namespace)])

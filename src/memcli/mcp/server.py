@@ -7,16 +7,17 @@ are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isErro
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from memcli import __version__
 from memcli.errors import MemcliError
+from memcli.mcp.board_tools import register_board_tools
+from memcli.mcp.results import json_result
 
 if TYPE_CHECKING:
     from memcli.server.holder import ServiceHolder
@@ -38,13 +39,6 @@ Namespace = Annotated[str | None, Field(description="Namespace (isolated memory 
 Tags = Annotated[list[str] | None, Field(description="Free labels, e.g. [\"decision\", \"bug\"].")]
 IncludeArchived = Annotated[bool, Field(description="Also memories that memcli distill merged into another "
                                                     "(superseded) or archived (expired). Default: only active ones.")]
-
-
-def _json_result(data: Any) -> CallToolResult:
-    """The CLI JSON shape as text (what a model reads) and as structured content (objects only)."""
-    text = json.dumps(data, ensure_ascii=False)
-    structured = data if isinstance(data, dict) else {"result": data}
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
 def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
@@ -89,7 +83,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         """
         res = run("remember", content, tags=tags, agent=agent, importance=importance,
                   key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE)
-        return _json_result(res.item())
+        return json_result(res.item())
 
     @mcp.tool(name="recall", title="Recall memories", annotations=read_only)
     def recall(
@@ -110,7 +104,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         """
         hits = run("recall", query, top_k=top_k, scope=agent_filter, tags=tags, namespace=namespace,
                    include_archived=include_archived)
-        return _json_result([h.item() for h in hits])
+        return json_result([h.item() for h in hits])
 
     @mcp.tool(name="list_facts", title="List memories", annotations=read_only)
     def list_facts(
@@ -124,7 +118,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         """List stored memories, newest first, with exact filters (no search). Use `recall` to search."""
         mems = run("list", agent=agent, tags=[tag] if tag else None, limit=limit,
                    offset=offset, namespace=namespace, include_archived=include_archived)
-        return _json_result([m.item() for m in mems])
+        return json_result([m.item() for m in mems])
 
     @mcp.tool(name="check_duplicate", title="Check for a duplicate", annotations=read_only)
     def check_duplicate(
@@ -135,13 +129,13 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
     ) -> CallToolResult:
         """Is this content already remembered (exactly, or nearly)? Returns {"is_duplicate", "similar": [...]}."""
         res = run("check_duplicate", content, threshold=threshold, namespace=namespace)
-        return _json_result(res.item())
+        return json_result(res.item())
 
     @mcp.tool(name="get", title="Get a memory", annotations=read_only)
     def get(memory_id: MemoryId) -> CallToolResult:
         """One memory by id (or unique id prefix), with all its fields, including `version`."""
         mem = run("get", memory_id)
-        return _json_result(mem.item())
+        return json_result(mem.item())
 
     @mcp.tool(
         name="update",
@@ -164,7 +158,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         out = {"ok": True, "memory_id": mem.id, "version": mem.version}
         if getattr(mem, "merged_versions", None):  # a team space merged a stale update (memcli.conflict)
             out.update(merged=True, content=mem.content)
-        return _json_result(out)
+        return json_result(out)
 
     @mcp.tool(
         name="forget",
@@ -175,9 +169,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
     def forget(memory_id: MemoryId) -> CallToolResult:
         """Delete a memory for good (every agent loses it). Use for wrong or obsolete memories. Returns {"ok"}."""
         ids = run("forget", memory_id, source="mcp")
-        return _json_result({"ok": True, "memory_id": ids[0]})
-
-    from memcli.mcp.board_tools import register_board_tools
+        return json_result({"ok": True, "memory_id": ids[0]})
 
     register_board_tools(mcp, holder)
     _forbid_unknown_arguments(mcp)

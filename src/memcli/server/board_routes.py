@@ -15,11 +15,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memcli.errors import ValidationError
+from memcli.server.http import MAX_BODY, etag, if_match, is_int, json_object, read_json
 
 if TYPE_CHECKING:
     from memcli.server.holder import ServiceHolder
 
-MAX_BODY = 1 << 20
 CREATE_FIELDS = {"title", "description", "status", "assignee", "labels", "memory_ids", "agent", "namespace"}
 PATCH_FIELDS = {"title", "description", "assignee", "labels", "memory_ids", "add_memory_ids", "expected_version",
                 "namespace"}
@@ -29,8 +29,6 @@ JOB_FIELDS = {"agent", "namespace"}
 
 def board_routes(holder: "ServiceHolder") -> list[BaseRoute]:
     """The board's routes, calling the BoardService of ``holder``'s shared service."""
-    from memcli.server.app import _etag, _if_match, _is_int, _object, read_json
-
     async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
         def go() -> Any:
             from memcli.board import board_of
@@ -44,16 +42,16 @@ def board_routes(holder: "ServiceHolder") -> list[BaseRoute]:
         length = request.headers.get("content-length", "").strip()
         if optional and length in ("", "0") and "chunked" not in request.headers.get("transfer-encoding", ""):
             return {}  # no body at all: nothing to parse
-        d = _object(await read_json(request, MAX_BODY), allowed, what)
+        d = json_object(await read_json(request, MAX_BODY), allowed, what)
         ns = request.query_params.get("namespace")
         return {**d, "namespace": d.get("namespace", ns)} if ns is not None or "namespace" in d else d
 
     def expected(request: Request, d: dict[str, Any]) -> int | None:
         """If-Match, else the body's expected_version (an integer)."""
-        version = _if_match(request)
+        version = if_match(request)
         if version is None and d.get("expected_version") is not None:
             version = d["expected_version"]
-            if not _is_int(version):
+            if not is_int(version):
                 raise ValidationError("expected_version must be an integer (the version you read)")
         return version
 
@@ -72,19 +70,19 @@ def board_routes(holder: "ServiceHolder") -> list[BaseRoute]:
             raise ValidationError("the task has no title")
         task = await call("create_task", d.pop("title"), **d)
         return JSONResponse({"ok": True, "task_id": task.id, "task": task.item()}, status_code=201,
-                            headers=_etag(task.version))
+                            headers=etag(task.version))
 
     async def get_task(request: Request) -> Response:
         detail = await call("task_detail", request.path_params["task_id"],
                             namespace=request.query_params.get("namespace"))
-        return JSONResponse(detail, headers=_etag(detail["version"]))
+        return JSONResponse(detail, headers=etag(detail["version"]))
 
     async def patch_task(request: Request) -> Response:
         d = await body(request, PATCH_FIELDS, "the update")
         version = expected(request, d)
         d.pop("expected_version", None)
         task = await call("update", request.path_params["task_id"], expected_version=version, **d)
-        return JSONResponse(task.item(), headers=_etag(task.version))
+        return JSONResponse(task.item(), headers=etag(task.version))
 
     async def move(request: Request) -> Response:
         d = await body(request, MOVE_FIELDS, "the move")
@@ -96,7 +94,7 @@ def board_routes(holder: "ServiceHolder") -> list[BaseRoute]:
         d.pop("expected_version", None)
         res = await call("move", request.path_params["task_id"], target, expected_version=version, source="api",
                          **d)
-        return JSONResponse(res.item(), headers=_etag(res.task.version))
+        return JSONResponse(res.item(), headers=etag(res.task.version))
 
     async def trigger_job(request: Request) -> Response:
         d = await body(request, JOB_FIELDS, "the job request", optional=True)

@@ -50,6 +50,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memcli.errors import ValidationError
+from memcli.server.http import bool_param, read_json
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -61,8 +62,6 @@ _APPLY_FIELDS = {"namespace", "threshold", "llm"}
 
 def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
     """The four distill routes; ``call(method, ...)`` runs a service method in the thread pool."""
-    from memcli.server.app import _bool, read_json
-
     def options(values: dict[str, Any]) -> Any:
         from memcli.distill import DistillOptions
 
@@ -98,7 +97,7 @@ def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
         q = request.query_params
         values: dict[str, Any] = {k: q.get(k) for k in ("namespace", "threshold") if q.get(k)}
         if "llm" in q:
-            values["llm"] = _bool(q, "llm")
+            values["llm"] = bool_param(q, "llm")
         result = await call("distill_plan", options(values))
         return JSONResponse(result.to_dict())
 

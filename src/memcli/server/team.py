@@ -30,6 +30,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from memcli.errors import ForbiddenError, MemcliError, ValidationError
+from memcli.server.http import MAX_BATCH_BODY, MAX_BATCH_ITEMS, MAX_BODY, read_json
 from memcli.spaces import TOKEN_PREFIX, Caller, SpaceRegistry, SpaceService
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ def caller_of(request: Request) -> Union[str, Caller, None]:
     return request.scope.get("state", {}).get("memcli_caller")
 
 
-def admin_routes(gate: TeamGate, read_json: Any, max_body: int) -> list[BaseRoute]:
+def admin_routes(gate: TeamGate) -> list[BaseRoute]:
     """``/api/spaces``: create spaces and manage their tokens (admin token only)."""
 
     def admin_only(request: Request) -> None:
@@ -198,7 +199,7 @@ def admin_routes(gate: TeamGate, read_json: Any, max_body: int) -> list[BaseRout
             raise ForbiddenError("managing spaces needs the server's admin token")
 
     async def body(request: Request) -> dict[str, Any]:
-        data = await read_json(request, max_body)
+        data = await read_json(request, MAX_BODY)
         if not isinstance(data, dict):
             raise ValidationError("send a JSON object")
         unknown = sorted(set(data) - {"name", "space_id", "agent", "conflict"})
@@ -266,7 +267,7 @@ def admin_routes(gate: TeamGate, read_json: Any, max_body: int) -> list[BaseRout
     ]
 
 
-def transfer_routes(holder: "ServiceHolder", read_json: Any, max_body: int, max_items: int) -> list[BaseRoute]:
+def transfer_routes(holder: "ServiceHolder") -> list[BaseRoute]:
     """``GET /api/export`` and ``POST /api/import``: whole records, for ``memcli export|import|sync`` through
     a server (a space token exports and imports its own space only)."""
     from starlette.concurrency import run_in_threadpool
@@ -286,11 +287,11 @@ def transfer_routes(holder: "ServiceHolder", read_json: Any, max_body: int, max_
         return JSONResponse(mems)
 
     async def import_(request: Request) -> Response:
-        data = await read_json(request, max_body)
+        data = await read_json(request, MAX_BATCH_BODY)
         if not isinstance(data, dict) or not isinstance(data.get("records"), list):
             raise ValidationError("send {\"records\": [...], \"embedder\": {...}?, \"skip_same_content\": bool?}")
-        if len(data["records"]) > max_items:
-            raise ValidationError(f"at most {max_items} records per request, got {len(data['records'])}")
+        if len(data["records"]) > MAX_BATCH_ITEMS:
+            raise ValidationError(f"at most {MAX_BATCH_ITEMS} records per request, got {len(data['records'])}")
         identity = data.get("embedder")
         res = await call("import_new", data["records"], vectors_identity=identity if isinstance(identity, dict)
                          else None, skip_same_content=bool(data.get("skip_same_content")),

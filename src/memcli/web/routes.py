@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memcli.errors import ValidationError
+from memcli.server.http import error_response, int_param, read_json
 from memcli.web.sessions import UiAuth
 
 Call = Callable[..., Awaitable[Any]]
@@ -52,8 +53,6 @@ def static_files() -> dict[str, tuple[bytes, str]]:
 
 def web_routes(call: Call, ui: UiAuth) -> list[BaseRoute]:
     """The routes, given the app's service caller and its :class:`UiAuth`."""
-    from memcli.server.app import _int, error_response, read_json
-
     files = static_files()
 
     def _file(name: str, cache: str) -> Response:
@@ -105,9 +104,9 @@ def web_routes(call: Call, ui: UiAuth) -> list[BaseRoute]:
     async def daily(request: Request) -> Response:
         q = request.query_params
         ns = q.get("namespace") or None
-        return JSONResponse(await call("daily_counts", days=_int(request.query_params, "days", 30), namespace=ns,
+        return JSONResponse(await call("daily_counts", days=int_param(request.query_params, "days", 30), namespace=ns,
                                        all_namespaces=q.get("all_namespaces") in ("1", "true"),
-                                       tz_offset_minutes=_int(request.query_params, "tz_offset", 0)))
+                                       tz_offset_minutes=int_param(request.query_params, "tz_offset", 0)))
 
     return [
         Route("/", index, methods=["GET"]),

@@ -1,0 +1,96 @@
+"""Memories on their way into the store: embedding them (own and context vectors) and reading exported
+records back (validated, with their vectors reused only when they are sound)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memcli.errors import ValidationError
+from memcli.models import (
+    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, STATUSES, Memory, content_hash, new_id, normalise_scope, now_ms,
+    validate_content, validate_importance, validate_key, validate_metadata, validate_namespace, validate_project,
+    validate_tags, validate_thread,
+)
+
+if TYPE_CHECKING:
+    from memcli.embedders import Embedder
+
+Progress = Callable[[int, int], None]
+
+
+def embed_memories(embedder: "Embedder", mems: Sequence[Memory], progress: Progress | None = None,
+                   batch: int = 32) -> tuple[list[Any], list[Any]]:
+    """Own vectors, and context vectors ("previous + this"; the own vector when there is no context),
+    embedded together in batches."""
+    own: list[Any] = []
+    ctx: list[Any] = []
+    for start in range(0, len(mems), batch):
+        chunk = mems[start:start + batch]
+        extra = [m.context_text() for m in chunk if m.context]
+        vecs = embedder.embed_passages([m.content for m in chunk] + [t for t in extra if t])
+        it = iter(vecs[len(chunk):])
+        for m, v in zip(chunk, vecs[:len(chunk)]):
+            own.append(v)
+            ctx.append(next(it) if m.context else v)
+        if progress:
+            progress(min(start + batch, len(mems)), len(mems))
+    return own, ctx
+
+
+def record_to_memory(r: dict[str, Any]) -> Memory:
+    """An exported record (export's JSONL) as a Memory, validated field by field."""
+    content = validate_content(r.get("content"))
+    now = now_ms()
+    mid = r.get("id") or r.get("memory_id") or new_id()
+    if not isinstance(mid, str) or not 8 <= len(mid) <= 64 or not set(mid.lower()) <= set("0123456789abcdef-"):
+        raise ValidationError(f"invalid id {str(mid)[:70]!r}: ids are hex digits and dashes (a UUID)")
+    mid = mid.lower()
+    created = _int_field(r, "created_at", now)
+    return Memory(
+        id=mid, content=content, namespace=validate_namespace(r.get("namespace") or DEFAULT_NAMESPACE),
+        project=validate_project(r.get("project")), scope=normalise_scope(r.get("scope") or "global"),
+        tags=validate_tags(r.get("tags")), importance=validate_importance(r.get("importance", 0.5)),
+        key=validate_key(r.get("key")), metadata=validate_metadata(r.get("metadata")),
+        source=r.get("source") if r.get("source") in SOURCES else "import", created_at=created,
+        updated_at=_int_field(r, "updated_at", created), expires_at=_int_field(r, "expires_at", None),
+        version=_int_field(r, "version", 1), content_hash=content_hash(content),
+        thread=validate_thread(r.get("thread")), context=_context_field(r.get("context")),
+        status=r.get("status") if r.get("status") in STATUSES else "active",
+        merged_from=[str(x) for x in r.get("merged_from") or [] if isinstance(x, str)][:10_000],
+        superseded_by=r.get("superseded_by") if isinstance(r.get("superseded_by"), str) else None,
+    )
+
+
+def _context_field(v: Any) -> list[str]:
+    """An imported record's context: a list of strings (the thread's previous memories)."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValidationError("context must be a list of strings")
+    return [x for x in v if x][-2:]
+
+
+def _int_field(r: dict[str, Any], name: str, default: int | None) -> int | None:
+    """An integer field of an imported record (ms timestamps, version); absent/null → ``default``."""
+    v = r.get(name)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, str) and not v.strip().isdigit()):
+        raise ValidationError(f"{name} must be an integer, got {v!r}")
+    if not 0 <= int(v) <= MAX_TIME_MS:  # far inside int64 (a bigger number is a broken file, not a time)
+        raise ValidationError(f"{name} must be between 0 and {MAX_TIME_MS}, got {v!r}")
+    return int(v)
+
+
+def reusable_vector(v: Any, dim: int) -> list[float] | None:
+    """An exported vector worth reusing: ``dim`` finite numbers, not all zero; else None (the content is
+    re-embedded). Never store a zero, NaN or malformed vector from a file."""
+    import numpy as np
+
+    if not isinstance(v, list) or len(v) != dim or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        return None
+    arr = np.asarray(v, dtype=np.float64)
+    norm = float(np.linalg.norm(arr)) if np.all(np.isfinite(arr)) else 0.0
+    return [float(x) for x in v] if norm > 1e-6 else None

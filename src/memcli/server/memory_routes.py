@@ -1,0 +1,153 @@
+"""REST for memories, under ``/api`` (the CLI's JSON shapes): list, remember (one, or a batch), get, update,
+forget, history, search, vector search, check-duplicate and stats."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from memcli.errors import ValidationError
+from memcli.server.http import (
+    MAX_BATCH_BODY, MAX_BATCH_ITEMS, MAX_BODY, bool_param, etag, float_param, if_match, int_param, is_int,
+    json_object, read_json, tags_param, time_param,
+)
+
+if TYPE_CHECKING:
+    from memcli.server.batcher import WriteBatcher
+    from memcli.service import NewMemory
+
+Call = Callable[..., Awaitable[Any]]
+NEW_MEMORY_FIELDS = {"content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
+                     "project", "created_at"}
+PATCH_FIELDS = {"content", "tags", "importance", "scope", "agent", "metadata", "ttl", "expected_version"}
+
+
+def new_memory(data: Any, what: str = "the memory") -> "NewMemory":
+    """A JSON object as a :class:`NewMemory` (unknown fields and wrongly typed values are a 422)."""
+    from memcli.service import NewMemory
+
+    d = json_object(data, NEW_MEMORY_FIELDS, what)
+    if "content" not in d:
+        raise ValidationError(f"{what} has no content")
+    if d.get("importance") is None:
+        d = {**d, "importance": 0.5}
+    if d.get("created_at") is not None and not is_int(d["created_at"]):
+        raise ValidationError(f"{what}: created_at must be epoch milliseconds (an integer)")
+    for name in ("key", "scope", "agent", "namespace", "project"):
+        # checked here, before the write batcher groups items by these values (a dict is not a key)
+        if d.get(name) is not None and not isinstance(d[name], str):
+            raise ValidationError(f"{what}: {name} must be a string, got {type(d[name]).__name__}")
+    return NewMemory(**d)
+
+
+def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
+    """The memory routes; ``call(method, ...)`` runs a service method in the thread pool, ``batcher`` groups
+    concurrent remembers into one commit."""
+
+    async def list_memories(request: Request) -> Response:
+        q = request.query_params
+        mems = await call("list", namespace=q.get("namespace"), all_namespaces=bool_param(q, "all_namespaces"),
+                          scope=q.get("scope"), agent=q.get("agent"), tags=tags_param(q),
+                          since=time_param(q, "since"), until=time_param(q, "until"), project=q.get("project"),
+                          source=q.get("source"), include_expired=bool_param(q, "include_expired"),
+                          limit=int_param(q, "limit", 50), offset=int_param(q, "offset", 0),
+                          include_archived=bool_param(q, "include_archived"))
+        return JSONResponse([m.item() for m in mems])
+
+    async def create_memory(request: Request) -> Response:
+        item = new_memory(await read_json(request, MAX_BODY))
+        # concurrent remembers into one namespace share a commit (memcli.server.batcher)
+        res = await batcher.remember(item, request.scope.get("state", {}).get("memcli_caller") or "admin")
+        return JSONResponse(res.item(), status_code=201 if res.created else 200)
+
+    async def create_batch(request: Request) -> Response:
+        data = await read_json(request, MAX_BATCH_BODY)
+        if isinstance(data, dict) and set(data) == {"memories"}:
+            data = data["memories"]
+        if not isinstance(data, list) or not data:
+            raise ValidationError("send a non-empty JSON list of memories (or {\"memories\": [...]})")
+        if len(data) > MAX_BATCH_ITEMS:
+            raise ValidationError(f"at most {MAX_BATCH_ITEMS} memories per batch, got {len(data)}")
+        items = []
+        for i, d in enumerate(data):
+            try:
+                items.append(new_memory(d))
+            except (TypeError, ValidationError) as exc:
+                raise ValidationError(f"memory {i + 1}: {getattr(exc, 'message', exc)}") from None
+        results = await call("remember_many", items, source="api")
+        return JSONResponse({"ok": True, "results": [r.item() for r in results]},
+                            status_code=201 if any(r.created for r in results) else 200)
+
+    async def get_memory(request: Request) -> Response:
+        mem = await call("get", request.path_params["memory_id"])
+        return JSONResponse(mem.item(), headers=etag(mem.version))
+
+    async def patch_memory(request: Request) -> Response:
+        d = json_object(await read_json(request, MAX_BODY), PATCH_FIELDS, "the update")
+        expected = if_match(request)
+        if expected is None and d.get("expected_version") is not None:
+            expected = d["expected_version"]
+            if not is_int(expected):
+                raise ValidationError("expected_version must be an integer (the version you read)")
+        d = {k: v for k, v in d.items() if k != "expected_version"}
+        mem = await call("update", request.path_params["memory_id"], expected_version=expected, source="api", **d)
+        return JSONResponse(mem.item(), headers=etag(mem.version))
+
+    async def delete_memory(request: Request) -> Response:
+        expected = if_match(request)  # a stale If-Match: 412, nothing deleted
+        kw = {"expected_version": expected} if expected is not None else {}
+        ids = await call("forget", request.path_params["memory_id"], source="api", **kw)
+        return JSONResponse({"ok": True, "memory_id": ids[0]})
+
+    async def memory_history(request: Request) -> Response:
+        events = await call("history", request.path_params["memory_id"])
+        return JSONResponse([e.to_dict() for e in events])
+
+    async def search(request: Request, mode: str = "hybrid") -> Response:
+        q = request.query_params
+        query = q.get("q") or q.get("query") or ""
+        # `project` alone filters (the REST contract); project_only=false makes it a ranking boost only
+        project_only = bool_param(q, "project_only") if "project_only" in q else bool(q.get("project"))
+        hits = await call("recall", query, top_k=int_param(q, "limit", None) or int_param(q, "top_k", 5),
+                          namespace=q.get("namespace"), scope=q.get("scope"), agent=q.get("agent"),
+                          tags=tags_param(q), since=time_param(q, "since"), until=time_param(q, "until"),
+                          project=q.get("project"), project_only=project_only,
+                          include_expired=bool_param(q, "include_expired"), explain=bool_param(q, "explain"),
+                          mode=mode if mode == "vector" else q.get("mode") or mode,
+                          min_score=float_param(q, "min_score", 0.0),
+                          include_archived=bool_param(q, "include_archived"))
+        return JSONResponse([h.item() for h in hits])
+
+    async def check_duplicate(request: Request) -> Response:
+        d = json_object(await read_json(request, MAX_BODY), {"content", "threshold", "namespace"}, "the check")
+        if "content" not in d:
+            raise ValidationError("the check has no content")
+        threshold = d.get("threshold")
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
+            raise ValidationError("threshold must be a number between 0 and 1")
+        res = await call("check_duplicate", d["content"], namespace=d.get("namespace"), threshold=threshold)
+        return JSONResponse(res.item())
+
+    async def stats(request: Request) -> Response:
+        return JSONResponse(await call("stats"))
+
+    async def vector_search(request: Request) -> Response:
+        return await search(request, mode="vector")
+
+    return [
+        Route("/api/memories", list_memories, methods=["GET"]),
+        Route("/api/memories", create_memory, methods=["POST"]),
+        Route("/api/memories/batch", create_batch, methods=["POST"]),
+        Route("/api/memories/{memory_id}", get_memory, methods=["GET"]),
+        Route("/api/memories/{memory_id}", patch_memory, methods=["PATCH"]),
+        Route("/api/memories/{memory_id}", delete_memory, methods=["DELETE"]),
+        Route("/api/memories/{memory_id}/history", memory_history, methods=["GET"]),
+        Route("/api/search", search, methods=["GET"]),
+        Route("/api/vector-search", vector_search, methods=["GET"]),
+        Route("/api/check-duplicate", check_duplicate, methods=["POST"]),
+        Route("/api/stats", stats, methods=["GET"]),
+    ]
