@@ -64,6 +64,11 @@ def state(svc: MemoryService) -> dict[str, tuple[Any, ...]]:
             for m in mems}
 
 
+def facts(svc: MemoryService) -> dict[str, tuple[Any, ...]]:
+    """:func:`state` without the versions: an undo puts the values back as a new version (+1)."""
+    return {k: v[1:] for k, v in state(svc).items()}
+
+
 def check_applied(svc: MemoryService, ids: dict[str, str]) -> None:
     """The state after one distill of :func:`seed`: c keeps the fact (the most important copy)."""
     c = svc.get(ids["c"])
@@ -83,7 +88,7 @@ def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None
     before, version = state(service), service.store.table.version
     plan = service.distill_plan()
     data = plan.to_dict()
-    assert data["counts"] == {"scanned": 6, "archive": 1, "merge": 1, "supersede": 2, "promote": 2}
+    assert data["counts"] == {"scanned": 6, "archive": 1, "merge": 1, "supersede": 2, "promote": 2, "conflict": 0}
     step = data["plan"]["merge"][0]
     assert step["keep"] == ids["c"] and set(step["merge"]) == {ids["a"], ids["b"]}
     assert step["content"] == FACT[2] and step["namespace"] == "default" and step["scope"] == "global"
@@ -118,9 +123,15 @@ def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None
     assert service.distill_apply()["tag"] is None
     assert [t["tag"] for t in service.distill_tags()] == [res["tag"]]
 
+    preview = service.distill_undo(dry_run=True)
+    assert preview["dry_run"] and preview["changed"] == 5 and facts(service) != {k: v[1:] for k, v in before.items()}
     undone = service.distill_undo()
-    assert undone == {"ok": True, "restored": res["tag"], "changed": 5, "discarded": []}
-    assert state(service) == before
+    assert undone["ok"] and undone["restored"] == res["tag"] and undone["changed"] == 5
+    assert undone["kept"] == [] and undone["gone"] == []
+    assert {c["memory_id"] for c in undone["changes"]} == {ids["a"], ids["b"], ids["c"], ids["important"], ids["expired"]}
+    assert facts(service) == {k: v[1:] for k, v in before.items()}
+    assert state(service)[ids["a"]][0] == before[ids["a"]][0] + 2  # undone as a new version, never rewound
+    assert service.distill_tags() == []  # an undone run cannot be undone twice
     assert service.history(ids["a"])[-1].action == "restore"
     with pytest.raises(NotFoundError, match="no distill tag"):
         service.distill_undo("distill-19990101T000000Z")
@@ -193,7 +204,7 @@ def test_crash_mid_apply_leaves_the_old_or_the_new_state(home: Path, memcli_bin:
     out = subprocess.run([memcli_bin, "distill", "--undo", "--json"], env=subprocess_env, capture_output=True)
     assert out.returncode == 0, out.stderr
     svc = MemoryService.open(load_config(home))
-    assert state(svc) == before
+    assert facts(svc) == {k: v[1:] for k, v in before.items()}
     svc.close()
 
 

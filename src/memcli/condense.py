@@ -22,6 +22,14 @@ SYSTEM = (
     "add anything that is not in them. No preamble, no markdown."
 )
 
+JUDGE = (
+    "You check a shared memory of AI coding agents for duplicates. Two memories are the SAME only if memory B "
+    "states the same fact as memory A: the same subject, the same values (numbers, units, versions, names, "
+    "environments, dates), the same polarity (not always vs never, enabled vs disabled), and nothing in B that "
+    "A does not say. Different wording, order, language script or a typo do not matter. If in any doubt, the "
+    "answer is DIFFERENT. Answer with one word: SAME or DIFFERENT."
+)
+
 
 @dataclass
 class LlmSettings:
@@ -74,6 +82,25 @@ class Condenser:
         if not text or len(text) > max(200, int(longest * 1.5)):
             return None
         return text
+
+    def same_fact(self, first: str, second: str) -> bool:
+        """Does the model confirm that ``second`` states the same fact as ``first`` (nothing in it that the
+        first does not say, nothing that differs)? False on any doubt, failure or spent budget: a candidate
+        the model does not confirm is not merged. Only asked of pairs no rule vetoed (memcli.samefact)."""
+        user = (f"Memory A: {first[:MAX_INPUT_CHARS // 2]}\nMemory B: {second[:MAX_INPUT_CHARS // 2]}\n"
+                "Answer SAME or DIFFERENT.")
+        need = estimate_tokens(JUDGE + user) + 8
+        if self.remaining() < need:
+            return False
+        try:
+            text, used = complete(self.settings, JUDGE, user, 8)
+        except Exception:  # noqa: BLE001 - network, HTTP or a malformed answer: no merge
+            self.failures += 1
+            self.spent += need
+            return False
+        self.calls += 1
+        self.spent += used or need
+        return text.strip().strip(".").upper() == "SAME"
 
     def _call(self, user: str) -> tuple[str, int]:
         return complete(self.settings, SYSTEM, user, MAX_OUTPUT_TOKENS)

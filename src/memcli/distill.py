@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -56,6 +55,8 @@ TAG_PREFIX = "distill-"
 WATERMARK = "distill_watermark"  # meta key: {"at": ms, "threshold": t} of the last complete run
 WATERMARK_MARGIN_MS = 10 * 60_000
 KEEP_TAGS = 20  # older distill tags are deleted, so compaction can reclaim their versions' files
+RUN_PREFIX = "distill_run:"  # meta key of a run's record: the fields it changed, before and after
+UNDO_FIELDS = ("status", "superseded_by", "merged_from", "scope", "tags", "importance", "content")
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
          "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context", *STATUS_COLUMNS]
 _BLOCK = 1024  # similarity rows computed at once (1024 × N float32)
@@ -109,11 +110,13 @@ class MergeStep:
     importance: float
     similarity: float  # the lowest calibrated similarity of a member to the keeper
     condense: bool = False  # the LLM will be asked to condense it at apply
+    why: dict[str, str] = field(default_factory=dict)  # member id → why it is the same fact (rules or LLM)
 
     def to_dict(self) -> dict[str, Any]:
         return {"keep": self.keep, "merge": list(self.merge), "content": self.content,
                 "namespace": self.namespace, "scope": self.scope, "tags": list(self.tags),
-                "importance": self.importance, "similarity": round(self.similarity, 4), "condense": self.condense}
+                "importance": self.importance, "similarity": round(self.similarity, 4), "condense": self.condense,
+                "why": dict(self.why)}
 
 
 @dataclass
@@ -124,6 +127,7 @@ class DistillPlan:
     merge: list[MergeStep] = field(default_factory=list)
     promote: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # why each promoted id is promoted
+    conflicts: list[dict[str, Any]] = field(default_factory=list)  # same subject, other value: shown, not merged
     memories: dict[str, Memory] = field(default_factory=dict)  # as read by the plan (versions checked at apply)
     scanned: int = 0
     read_at: int = 0
@@ -134,16 +138,20 @@ class DistillPlan:
 
     def counts(self) -> dict[str, int]:
         return {"scanned": self.scanned, "archive": len(self.archive), "merge": len(self.merge),
-                "supersede": sum(len(m.merge) for m in self.merge), "promote": len(self.promote)}
+                "supersede": sum(len(m.merge) for m in self.merge), "promote": len(self.promote),
+                "conflict": len(self.conflicts)}
 
     def to_dict(self) -> dict[str, Any]:
         """The REST/CLI JSON shape: ``{"plan": {...}, "counts": {...}}``."""
-        ids = set(self.archive) | set(self.promote) | {i for m in self.merge for i in [m.keep, *m.merge]}
+        ids = set(self.archive) | set(self.promote) | {i for m in self.merge for i in [m.keep, *m.merge]} | {
+            i for c in self.conflicts for i in c["ids"]}
         brief = {i: {"content": clip(self.memories[i].content)[:300], "scope": self.memories[i].scope,
                      "namespace": self.memories[i].namespace, "importance": self.memories[i].importance,
-                     "created_at": self.memories[i].created_at} for i in sorted(ids) if i in self.memories}
+                     "created_at": self.memories[i].created_at, "source": self.memories[i].source}
+                 for i in sorted(ids) if i in self.memories}
         return {"plan": {"archive": list(self.archive), "merge": [m.to_dict() for m in self.merge],
-                         "promote": list(self.promote), "reasons": dict(self.reasons), "compact": not self.empty,
+                         "promote": list(self.promote), "reasons": dict(self.reasons),
+                         "conflicts": [dict(c) for c in self.conflicts], "compact": not self.empty,
                          "memories": brief},
                 "counts": self.counts()}
 
@@ -157,6 +165,15 @@ class Distiller:
         self.calibration = embedder.calibration()
         self.options = options or DistillOptions()
         self.options.check()
+        self._llm: Any = None  # the Condenser of this run (one token budget for confirming and condensing)
+
+    def llm(self) -> Any:
+        """The LLM of this run (memcli.condense.Condenser), when one is configured; else None."""
+        if self._llm is None and self.options.llm is not None:
+            from memcli.condense import Condenser
+
+            self._llm = Condenser(self.options.llm)
+        return self._llm
 
     # ------------------------------------------------------------------ plan
     def plan(self, now: int | None = None) -> DistillPlan:
@@ -183,7 +200,10 @@ class Distiller:
                 by_ns.setdefault(m.namespace, []).append(i)
         for ns in sorted(by_ns):
             idx = by_ns[ns]
-            plan.merge += self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32), since)
+            steps, conflicts = self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32),
+                                              since)
+            plan.merge += steps
+            plan.conflicts += conflicts
         merged_away = {i for step in plan.merge for i in step.merge}
         new_scope = {step.keep: step.scope for step in plan.merge}
         new_importance = {step.keep: step.importance for step in plan.merge}
@@ -206,16 +226,22 @@ class Distiller:
                 step.scope = "global"
         return plan
 
-    def _clusters(self, mems: list[Memory], vecs: Any, since: int | None = None) -> list[MergeStep]:
-        """Star clusters of one namespace: each unassigned memory, best first, takes every unassigned memory
-        at least ``threshold`` similar to itself. With ``since`` only pairs with a memory written or changed
-        since then are compared (the others were compared by the distill that set it): O(new × all), not
-        O(all²)."""
+    def _clusters(self, mems: list[Memory], vecs: Any, since: int | None = None
+                  ) -> tuple[list[MergeStep], list[dict[str, Any]]]:
+        """Star clusters of one namespace, and the conflicts found on the way. Similarity proposes: each pair at
+        least ``threshold`` similar is a candidate. The same-fact test decides (:mod:`memcli.samefact`): each
+        unassigned memory, best first, takes the candidates whose every statement it makes too, with nothing
+        that tells them apart; an LLM, when configured, may confirm a candidate the rules are unsure of, never
+        one they vetoed. A candidate pair about the same subject with different values is a *conflict*: listed,
+        never merged. With ``since`` only pairs with a memory written or changed since then are compared (the
+        others were compared by the distill that set it): O(new × all), not O(all²)."""
         import numpy as np
+
+        from memcli.samefact import CONFLICT, compare
 
         n = len(mems)
         if n < 2:
-            return []
+            return [], []
         cal = self.calibration
         xs = np.array([p[0] for p in cal.points])
         ys = np.array([p[1] for p in cal.points])
@@ -225,8 +251,6 @@ class Distiller:
         # best first; among equals the oldest id (exact copies keep the id others may have noted). A keeper's
         # rank does not change by merging (its members rank lower), so the next run sees the same order.
         order = sorted(sorted(range(n), key=lambda i: mems[i].id), key=lambda i: _keeper_rank(mems[i]), reverse=True)
-        specifics = [_specifics(m.content) for m in mems]
-        words = [_words(m.content) for m in mems]
         rank_of = np.empty(n, dtype=np.int64)
         rank_of[order] = np.arange(n)
         fresh = [i for i in range(n) if since is None or mems[i].updated_at >= since]
@@ -238,27 +262,52 @@ class Distiller:
             for r, c in zip(rows.tolist(), cols.tolist()):
                 i = block[r]
                 if i != c:
-                    s = float(np.interp(sims[r, c], xs, ys, left=0.0, right=1.0))
-                    if s >= thr:
-                        near.setdefault(i, {})[c] = s
-                        near.setdefault(c, {})[i] = s
+                    sim = float(np.interp(sims[r, c], xs, ys, left=0.0, right=1.0))
+                    if sim >= thr:
+                        near.setdefault(i, {})[c] = sim
+                        near.setdefault(c, {})[i] = sim
         taken = [False] * n
         steps: list[MergeStep] = []
+        conflicts: dict[tuple[str, str], dict[str, Any]] = {}
         for i in order:
             if taken[i]:
                 continue
-            taken[i] = True
-            # a member whose identifiers, numbers or paths the keeper does not state would lose them (the merge
-            # is extractive): two turns that differ only in a file name or a version are not duplicates
-            members = sorted((c, s) for c, s in near.get(i, {}).items() if not taken[c] and mems[c].key is None
-                             and specifics[c] <= words[i])
+            members: list[tuple[int, float]] = []
+            why: dict[str, str] = {}
+            for c, sim in sorted(near.get(i, {}).items(), key=lambda cs: rank_of[cs[0]]):
+                if taken[c] or mems[c].key is not None:
+                    continue
+                verdict = compare(mems[i].content, mems[c].content)
+                if verdict.relation == CONFLICT:
+                    self._conflict(conflicts, mems[i], mems[c], verdict, sim)
+                if verdict.same:
+                    members.append((c, sim))
+                    why[mems[c].id] = verdict.reason
+                elif not verdict.sure and self.llm() is not None and self.llm().same_fact(mems[i].content,
+                                                                                         mems[c].content):
+                    members.append((c, sim))
+                    why[mems[c].id] = "confirmed by the LLM (the rules found no difference in values)"
             if not members:
-                continue
-            members.sort(key=lambda cs: rank_of[cs[0]])
+                continue  # not a keeper: a better-worded memory later in the order may still take it
+            taken[i] = True
             for c, _ in members:
                 taken[c] = True
-            steps.append(self._merge_step(mems[i], [mems[c] for c, _ in members], min(s for _, s in members)))
-        return steps
+            step = self._merge_step(mems[i], [mems[c] for c, _ in members], min(s for _, s in members))
+            step.why = why
+            steps.append(step)
+        return steps, sorted(conflicts.values(), key=lambda c: -c["created_at"])
+
+    @staticmethod
+    def _conflict(found: dict[tuple[str, str], dict[str, Any]], a: Memory, b: Memory, verdict: Any,
+                  sim: float) -> None:
+        """Note a contradiction between two memories (newest first, with who wrote each)."""
+        new, old = (a, b) if (a.created_at, a.id) >= (b.created_at, b.id) else (b, a)
+        key = (new.id, old.id)
+        if key not in found:
+            found[key] = {"ids": [new.id, old.id], "namespace": new.namespace, "reason": verdict.reason,
+                          "differences": [list(d) if new is a else [d[1], d[0]] for d in verdict.differences],
+                          "authors": [_author(new), _author(old)], "similarity": round(sim, 4),
+                          "created_at": new.created_at}
 
     def _merge_step(self, keep: Memory, others: list[Memory], similarity: float) -> MergeStep:
         tags = list(keep.tags)
@@ -272,6 +321,32 @@ class Distiller:
                          scope=scope, tags=tags[:64], importance=max(m.importance for m in [keep, *others]),
                          similarity=similarity, condense=self.options.llm is not None and distinct)
 
+    def explain(self, a: Memory, b: Memory) -> dict[str, Any]:
+        """Why two memories would or would not merge: their calibrated similarity (the candidate step) and the
+        same-fact test's verdict, in plain words (``memcli distill --explain A B``)."""
+        import numpy as np
+
+        from memcli.samefact import compare, explain, same_fact
+
+        vecs = {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in self.store.read_rows(
+            f"id IN ({quote(a.id)}, {quote(b.id)})", ["id", "vector"])}
+        sim = float(self.calibration(float(vecs[a.id] @ vecs[b.id]))) if len(vecs) == 2 else 0.0
+        keep, other = (a, b) if _keeper_rank(a) >= _keeper_rank(b) else (b, a)
+        verdict = compare(keep.content, other.content)
+        candidate = sim >= float(self.options.threshold) and a.namespace == b.namespace
+        blockers = [why for why, bad in (("they are in different namespaces", a.namespace != b.namespace),
+                                         ("one has a --key", a.key is not None or b.key is not None),
+                                         (f"their similarity {sim:.3f} is below the threshold "
+                                          f"{float(self.options.threshold):g}", sim < float(self.options.threshold)))
+                    if bad]
+        would = candidate and verdict.same and not blockers
+        text = explain(a.content, b.content) if not verdict.same else f"would merge: {verdict.reason}"
+        if blockers:
+            text = "would not merge: " + "; ".join(blockers) + f". Same-fact test: {explain(a.content, b.content)}"
+        return {"a": a.id, "b": b.id, "similarity": round(sim, 4), "threshold": float(self.options.threshold),
+                "would_merge": would, "keeper": keep.id, **verdict.item(), "symmetric": same_fact(
+                    a.content, b.content).relation, "explanation": text}
+
     # ------------------------------------------------------------------ apply
     def apply(self, plan: DistillPlan, *, archive: Callable[[list[Memory]], None] | None = None) -> dict[str, Any]:
         """Tag the current version, then apply ``plan`` in one commit. ``archive`` receives the memories
@@ -284,6 +359,7 @@ class Distiller:
         if archive and plan.archive:
             archive([plan.memories[i] for i in plan.archive])
         tag = self._tag()
+        self._record_run(tag, rows, originals)  # what undo reverses: exactly these fields of these rows
         self._fault("after-tag")
         import pyarrow as pa
 
@@ -300,10 +376,7 @@ class Distiller:
                 where=f"target.version = source.version + 1 AND target.updated_at = {rows[0]['updated_at']}")
                 .execute(back), "rolling the distill back")
             self.store.facts.forget()
-            try:
-                self.store.table.tags.delete(tag)  # no distill happened: nothing to undo
-            except (OSError, RuntimeError, ValueError):
-                pass
+            self._forget_run(tag)  # no distill happened: nothing to undo
             raise VersionConflictError(
                 f"{len(rows) - int(res.num_updated_rows)} of the memories to distill changed while it ran; "
                 "nothing was changed: run `memcli distill` again")
@@ -322,10 +395,8 @@ class Distiller:
 
     def _condense(self, plan: DistillPlan) -> dict[str, str]:
         """Keeper id → condensed content, for the clusters the model condensed within its budget."""
-        from memcli.condense import Condenser
-
-        assert self.options.llm is not None
-        condenser = Condenser(self.options.llm)
+        condenser = self.llm()
+        assert condenser is not None
         out: dict[str, str] = {}
         for step in plan.merge:
             if not step.condense:
@@ -464,18 +535,40 @@ class Distiller:
 
     def _prune_tags(self) -> None:
         for t in self.tags()[KEEP_TAGS:]:
-            try:
-                self.store.table.tags.delete(t["tag"])
-            except (OSError, RuntimeError, ValueError):
-                pass
+            self._forget_run(t["tag"])
 
-    def _restore(self, tag: str) -> None:
-        self.store.table.restore(tag)
-        self.store.facts.forget()
+    def _record_run(self, tag: str, rows: list[dict[str, Any]], originals: list[dict[str, Any]]) -> None:
+        """Keep, with the tag, each changed field of each row before and after this run (undo's input)."""
+        before = {r["id"]: r for r in originals}
+        changes: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            old = before[row["id"]]
+            fields = [f for f in UNDO_FIELDS if _same_value(old.get(f), row.get(f)) is False]
+            changes[row["id"]] = {"version": int(row["version"]),
+                                  "before": {f: _plain(old.get(f)) for f in fields},
+                                  "after": {f: _plain(row.get(f)) for f in fields}}
+        try:
+            self.store.write_meta({RUN_PREFIX + tag: json.dumps({"tag": tag, "at": now_ms(), "changes": changes})})
+        except (OSError, RuntimeError, ValueError) as exc:
+            self._forget_run(tag)
+            raise StoreError(f"cannot record the distill before applying it: {exc}; nothing was changed") from exc
 
-    def undo(self, tag: str | None = None) -> dict[str, Any]:
-        """Restore the table to a distill tag (default: the latest). Memories written after it are discarded
-        (listed in ``discarded``); every memory whose state changes gets a ``restore`` audit record."""
+    def _forget_run(self, tag: str) -> None:
+        """Drop a tag and its run record (an undone or rolled-back run cannot be undone again)."""
+        try:
+            self.store.table.tags.delete(tag)
+        except (OSError, RuntimeError, ValueError):
+            pass
+        try:
+            self.store.delete_meta([RUN_PREFIX + tag])
+        except (OSError, RuntimeError, ValueError):
+            pass
+
+    def undo(self, tag: str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
+        """Reverse exactly what one distill run changed (default: the latest): each field it changed goes back
+        to its value before the run — unless a later write changed that field again, which is kept and
+        reported. Memories written after the run, in any namespace, are never touched. ``dry_run``: only say
+        what would change. ``{"ok", "restored", "changed", "changes": [...], "kept": [...], "gone": [...]}``."""
         tags = self.tags()
         if tag is None:
             if not tags:
@@ -484,26 +577,85 @@ class Distiller:
         elif tag not in {t["tag"] for t in tags}:
             known = ", ".join(t["tag"] for t in tags[:5]) or "none"
             raise NotFoundError(f"no distill tag {tag!r} (latest: {known})")
-        before = {r["id"]: r for r in self.store.read_rows(None, ["id", "version", "status", "namespace"])}
-        try:
-            self._restore(tag)
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise StoreError(f"restoring {tag} failed: {exc}") from exc
+        raw = self.store.read_meta().get(RUN_PREFIX + tag)
+        if not raw:
+            raise ValidationError(f"{tag} was applied by an older memcli that did not record what it changed; it "
+                                  "cannot be undone without discarding what was written since (nothing was changed)")
+        changes: dict[str, dict[str, Any]] = json.loads(raw)["changes"]
+        ids = list(changes)
+        current = {r["id"]: r for start in range(0, len(ids), 500)
+                   for r in self.store.read_rows("id IN (" + ", ".join(quote(i) for i in ids[start:start + 500]) + ")",
+                                                 self.store.table.schema.names)}
+        now = now_ms()
+        rows: list[dict[str, Any]] = []
+        report: list[dict[str, Any]] = []
+        kept: list[dict[str, Any]] = []
+        need_old: list[str] = []
+        for mid, ch in changes.items():
+            cur = current.get(mid)
+            if cur is None:
+                continue
+            row, back, later = dict(cur), {}, []
+            for f, value in ch["before"].items():
+                if _same_value(cur.get(f), ch["after"][f]):
+                    back[f] = [_plain(cur.get(f)), value]
+                    row[f] = value
+                else:
+                    later.append(f)  # written again after the run: the later value stays
+            if later:
+                kept.append({"memory_id": mid, "fields": later, "version": int(cur["version"])})
+            if back:
+                if "content" in back:
+                    need_old.append(mid)
+                row["version"] = int(cur["version"]) + 1
+                row["updated_at"] = now
+                rows.append(row)
+                report.append({"memory_id": mid, "namespace": cur["namespace"], "changes": back})
+        gone = sorted(set(ids) - set(current))
+        result = {"ok": True, "restored": tag, "changed": len(rows), "changes": report, "kept": kept, "gone": gone,
+                  "dry_run": dry_run}
+        if dry_run:
+            return result
+        if need_old:  # a condensed content goes back with the vectors it had
+            old = {r["id"]: r for r in self.store.reader.snapshot().checkout_version(tag).to_table(
+                columns=["id", "content_hash", "search_text", "vector", "context_vector"],
+                filter="id IN (" + ", ".join(quote(i) for i in need_old) + ")").to_pylist()}
+            for row in rows:
+                if row["id"] in old:
+                    row.update({k: v for k, v in old[row["id"]].items() if k != "id"})
+        if rows:
+            import pyarrow as pa
+
+            data = pa.Table.from_pylist(rows, schema=self.store.table.schema)
+            res = self.store.commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
+                where="target.version = source.version - 1").execute(data), "undoing the distill")
+            if int(res.num_updated_rows) != len(rows):
+                raise VersionConflictError("memories changed while the undo ran; some were put back, run "
+                                           f"`memcli distill --undo {tag}` again to finish")
+            self.store.facts.forget()
+            self.store.after_write()
+            self.store.audit.record([
+                AuditEvent(memory_id=r["memory_id"], action="restore", actor="distill", namespace=r["namespace"],
+                           version=int(current[r["memory_id"]]["version"]) + 1, note=f"undo {tag}",
+                           changes={f: [clip(v[0]), clip(v[1])] for f, v in r["changes"].items()})
+                for r in report])
         self.store.write_meta({WATERMARK: "null"})  # the next run compares everything again
-        self.store.after_write()
-        after = {r["id"]: r for r in self.store.read_rows(None, ["id", "version", "status", "namespace"])}
-        events = []
-        for mid, r in after.items():
-            b = before.get(mid)
-            if b is None or (b["version"], b["status"]) != (r["version"], r["status"]):
-                events.append(AuditEvent(memory_id=mid, action="restore", actor="distill", namespace=r["namespace"],
-                                         version=int(r["version"]), note=f"undo {tag}",
-                                         changes={"status": [b["status"] if b else None, r["status"] or ACTIVE]}))
-        discarded = sorted(set(before) - set(after))
-        events += [AuditEvent(memory_id=mid, action="restore", actor="distill", namespace=before[mid]["namespace"],
-                              note=f"undo {tag}: written after it, discarded") for mid in discarded]
-        self.store.audit.record(events)
-        return {"ok": True, "restored": tag, "changed": len(events) - len(discarded), "discarded": discarded}
+        self._forget_run(tag)
+        return result
+
+
+def _plain(value: Any) -> Any:
+    """A row value as JSON can keep it (tags: a list; merged_from: its JSON text)."""
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    return _plain(a) == _plain(b)
+
+
+def _author(m: Memory) -> str:
+    """Who wrote a memory, as the plan shows it: its agent scope, else the face that wrote it."""
+    return m.scope if m.scope.startswith("agent:") else m.source
 
 
 def _keeper_rank(m: Memory) -> tuple[float, int, int]:
@@ -511,25 +663,6 @@ def _keeper_rank(m: Memory) -> tuple[float, int, int]:
     captured turn, then the most recent."""
     captured = m.source == "hook:stop" or "turn" in m.tags
     return (m.importance, 0 if captured else 1, m.created_at)
-
-
-_TOKEN = re.compile(r"[^\s,;!?()\[\]{}<>\"']+")
-_SPECIFIC = re.compile(r"\d|[_/\\.:@`#$=]|[a-z][A-Z]")
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(t for t in (tok.strip(".:`*").casefold() for tok in _TOKEN.findall(text)) if t)
-
-
-def _specifics(text: str) -> frozenset[str]:
-    """The tokens of a text that carry a specific value: numbers, versions, paths, identifiers (snake_case,
-    camelCase, dotted), code in backticks (casefolded). Plain words are left out: paraphrases change them."""
-    out = set()
-    for tok in _TOKEN.findall(text):
-        tok = tok.strip(".:`*")
-        if tok and _SPECIFIC.search(tok):
-            out.add(tok.casefold())
-    return frozenset(out)
 
 
 def _tag_time(name: str) -> int:

@@ -340,12 +340,16 @@ class RecallHit:
     explain: dict[str, Any] | None = None
     similarity: float = 0.0  # calibrated vector similarity, 0..1 (absolute: comparable across queries)
     keyword: bool = False  # found by the keyword (full-text) search too
+    # check-duplicate: how this memory relates to the text checked ({"relation", "reason", "differences"})
+    relation: dict[str, Any] | None = None
 
     def item(self) -> dict[str, Any]:
         out = self.memory.item()
         out["score"] = round(float(self.score), 4)
         if self.explain is not None:
             out["explain"] = self.explain
+        if self.relation is not None:
+            out.update(self.relation)
         return out
 
 
@@ -354,21 +358,24 @@ class RememberResult:
     """What remember did: the id, similar memories, and whether a row was written."""
 
     memory_id: str
-    duplicate_of: list[str] = field(default_factory=list)
+    duplicate_of: list[str] = field(default_factory=list)  # memories that state the same fact
     created: bool = True
     updated: bool = False
+    # similar memories that state another fact: {"memory_id", "relation": "conflict"|"related", "reason",
+    # "differences"} — a conflict is the same subject with another value (a change, not a repeat)
+    related: list[dict[str, Any]] = field(default_factory=list)
 
     def item(self) -> dict[str, Any]:
         return {"ok": True, "memory_id": self.memory_id, "duplicate_of": list(self.duplicate_of),
-                "created": self.created, "updated": self.updated}
+                "related": [dict(r) for r in self.related], "created": self.created, "updated": self.updated}
 
 
 @dataclass
 class DuplicateCheck:
     """check-duplicate's answer."""
 
-    is_duplicate: bool
-    similar: list[RecallHit]
+    is_duplicate: bool  # a memory states the same fact (not merely a similar one)
+    similar: list[RecallHit]  # each with its relation: "same", "conflict" or "related"
 
     def item(self) -> dict[str, Any]:
         return {"is_duplicate": self.is_duplicate, "similar": [h.item() for h in self.similar]}

@@ -341,7 +341,8 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 def _result(d: Any) -> RememberResult:
     try:
         return RememberResult(memory_id=d["memory_id"], duplicate_of=list(d.get("duplicate_of") or []),
-                              created=bool(d.get("created", True)), updated=bool(d.get("updated", False)))
+                              created=bool(d.get("created", True)), updated=bool(d.get("updated", False)),
+                              related=[r for r in d.get("related") or [] if isinstance(r, dict)])
     except (KeyError, TypeError):
         raise UnreachableError("remember: the server's answer is not a result") from None
 
@@ -451,6 +452,7 @@ def _memory(d: Any) -> Memory:
 def _hit(d: Any) -> RecallHit:
     """A RecallHit from its JSON item (the rounded score; the raw signals are in ``explain`` when asked)."""
     try:
-        return RecallHit(memory=_memory(d), score=float(d["score"]), explain=d.get("explain"))
+        relation = {k: d[k] for k in ("relation", "reason", "differences") if k in d} or None
+        return RecallHit(memory=_memory(d), score=float(d["score"]), explain=d.get("explain"), relation=relation)
     except (KeyError, TypeError, ValueError, AttributeError):
         raise Unavailable("the server's answer is not a recall hit") from None

@@ -184,8 +184,11 @@ class MemoryService:
             vectors, ctx_vectors = embed_memories(self.embedder, [mems[i] for i in to_write], progress)
             rows = []
             for i, vec, cvec in zip(to_write, vectors, ctx_vectors):
-                similar = self._similar(vec, mems[i].namespace, self.duplicate_threshold)
-                results[i] = RememberResult(memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar])
+                similar = self._relate(mems[i].content, self._similar(vec, mems[i].namespace,
+                                                                      self.duplicate_threshold))
+                results[i] = RememberResult(
+                    memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar if _same(h)],
+                    related=[{"memory_id": h.memory.id, **(h.relation or {})} for h in similar if not _same(h)])
                 rows.append(memory_to_row(mems[i], vec, cvec))
             self.store.add(rows)
             self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
@@ -300,7 +303,8 @@ class MemoryService:
 
     def check_duplicate(self, content: str, *, namespace: str | None = None,
                         threshold: float | None = None) -> DuplicateCheck:
-        """Is this content already remembered (exactly, or with a similarity ≥ threshold)?"""
+        """Is this content already remembered? Memories with a similarity ≥ threshold are listed, each with
+        its relation to ``content``; it is a duplicate only when one states the same fact."""
         text = validate_content(content)
         thr = self.duplicate_threshold if threshold is None else float(threshold)
         if not 0.0 <= thr <= 1.0:
@@ -312,7 +316,18 @@ class MemoryService:
         for h in self._similar(self.embedder.embed_passages([text])[0], ns, thr):
             if all(h.memory.id != s.memory.id for s in similar):
                 similar.append(h)
-        return DuplicateCheck(is_duplicate=bool(similar), similar=similar)
+        similar = self._relate(text, similar)
+        return DuplicateCheck(is_duplicate=any(_same(h) for h in similar), similar=similar)
+
+    @staticmethod
+    def _relate(text: str, hits: list[RecallHit]) -> list[RecallHit]:
+        """Say of each similar memory whether it states the same fact as ``text`` (memcli.samefact): close in
+        meaning is not the same fact ("always" / "never", 30 s / 30 min, staging / production)."""
+        from memcli.samefact import compare
+
+        for h in hits:
+            h.relation = compare(h.memory.content, text).item()
+        return hits
 
     # ------------------------------------------------------------------ read / change / delete
     def get(self, ref: str) -> Memory:
@@ -548,17 +563,27 @@ class MemoryService:
         d = Distiller(self.store, self.embedder, options)
         return d.apply(d.plan(), archive=archive)
 
-    def distill_undo(self, tag: str | None = None) -> dict[str, Any]:
-        """Restore the store as it was before a distill (default: the latest)."""
+    def distill_undo(self, tag: str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
+        """Reverse what a distill run changed (default: the latest); later writes stay. ``dry_run``: only say."""
         from memcli.distill import Distiller
 
-        return Distiller(self.store, self.embedder).undo(tag)
+        return Distiller(self.store, self.embedder).undo(tag, dry_run=dry_run)
+
+    def distill_explain(self, a: str, b: str, options: "DistillOptions | None" = None) -> dict[str, Any]:
+        """Why two memories would or would not merge (similarity, then the same-fact test)."""
+        from memcli.distill import Distiller
+
+        return Distiller(self.store, self.embedder, options).explain(self.get(a), self.get(b))
 
     def distill_tags(self) -> list[dict[str, Any]]:
         """The distill tags, newest first: ``[{"tag", "version", "created_at"}]``."""
         from memcli.distill import Distiller
 
         return Distiller(self.store, self.embedder).tags()
+
+
+def _same(hit: RecallHit) -> bool:
+    return bool(hit.relation) and hit.relation.get("relation") == "same"
 
 
 def _fields(m: Memory) -> dict[str, Any]:

@@ -263,6 +263,12 @@ class MemoryStore(IndexMaintenance):
         self.commit(lambda: self._meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
                      .execute(rows), "writing the store's settings")
 
+    def delete_meta(self, keys: list[str]) -> None:
+        """Remove settings from the meta table (absent keys are fine)."""
+        if keys:
+            where = "key IN (" + ", ".join(quote(k) for k in keys) + ")"
+            self.commit(lambda: self._meta.delete(where), "removing store settings")
+
     def _open_or_create(self, name: str, dim: int) -> Any:
         def create() -> Any:
             return _create_keyed(self.db, name, memory_schema(dim), "id")

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from memcli.cli.context import read_text_arg, use_json, with_namespace
-from memcli.cli.output import emit, memories_table, out
+from memcli.cli.output import describe_relation, emit, memories_table, out, plain
 
 
 def register(app: typer.Typer) -> None:
@@ -31,9 +31,14 @@ def register(app: typer.Typer) -> None:
 
 
 def _human(d: dict) -> None:
-    if d["is_duplicate"]:
-        out.print(f"[yellow]Duplicate:[/yellow] {len(d['similar'])} similar memor"
-                  f"{'y' if len(d['similar']) == 1 else 'ies'}")
-        memories_table(d["similar"], score=True)
+    same = [h for h in d["similar"] if h.get("relation") == "same"]
+    if same:
+        out.print(f"[yellow]Duplicate:[/yellow] {len(same)} memor{'y states' if len(same) == 1 else 'ies state'} "
+                  "the same fact")
+        memories_table(same, score=True)
     else:
         out.print("[green]No duplicate.[/green]")
+    for h in d["similar"]:
+        if h.get("relation") in ("conflict", "related"):
+            what = "[red]Conflicting[/red]" if h["relation"] == "conflict" else "[yellow]Related[/yellow]"
+            out.print(f"{what} {h['memory_id']}: {plain(h['content'][:120])}\n  {plain(describe_relation(h))}")

@@ -180,3 +180,9 @@ def error(message: str, json_mode: bool, code: str = "error") -> None:
         print_json({"ok": False, "error": message, "code": code})
     else:
         err.print(f"[bold red]Error:[/bold red] {esc(message)}", markup=True, highlight=False)
+
+
+def describe_relation(r: dict[str, Any]) -> str:
+    """A relation item ({"relation", "reason", "differences"}) in one line: why it is not the same fact."""
+    diffs = "; ".join(f"{a or '—'} ≠ {b or '—'}" for a, b in (r.get("differences") or []))
+    return f"{r.get('reason', '')}" + (f" ({diffs})" if diffs else "")

@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from memcli.cli.context import read_text_arg, use_json, with_namespace
-from memcli.cli.output import emit, out
+from memcli.cli.output import describe_relation, emit, out, plain
 
 
 def register(app: typer.Typer) -> None:
@@ -34,7 +34,13 @@ def register(app: typer.Typer) -> None:
         content = read_text_arg(text)
         res = st.service().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
                                     ttl=ttl, metadata=metadata, source="cli")
-        emit(res.item(), st.json, lambda d: out.print(
-            f"[green]{'Remembered' if d['created'] else ('Updated' if d['updated'] else 'Already remembered')}"
-            f"[/green] {d['memory_id']}"
-            + (f"\n[yellow]Similar to:[/yellow] {', '.join(d['duplicate_of'])}" if d["duplicate_of"] else "")))
+        emit(res.item(), st.json, _human)
+
+
+def _human(d: dict) -> None:
+    out.print(f"[green]{'Remembered' if d['created'] else ('Updated' if d['updated'] else 'Already remembered')}"
+              f"[/green] {d['memory_id']}"
+              + (f"\n[yellow]The same fact as:[/yellow] {', '.join(d['duplicate_of'])}" if d["duplicate_of"] else ""))
+    for r in d.get("related") or []:
+        what = "[red]Conflicts with[/red]" if r.get("relation") == "conflict" else "[yellow]Related to[/yellow]"
+        out.print(f"{what} {r['memory_id']}: {plain(describe_relation(r))}")

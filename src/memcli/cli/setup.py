@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
 
         from memcli.config import default_home, load_config
         from memcli.setup.agents import AGENTS, Machine, resolve_agent_ids
-        from memcli.setup.core import SetupOptions, apply_plan, plan_install, plan_uninstall, snippets
+        from memcli.setup.core import SetupOptions, plan_install, plan_uninstall, snippets
 
         con = Console(highlight=False)
         st = state(ctx)

@@ -1,0 +1,411 @@
+"""Do two memories state the same fact? The test ``distill`` merges by and ``check-duplicate`` reports by.
+
+Similarity only proposes candidates: with a small multilingual model, "always run migrations in business
+hours" and "never run migrations in business hours" are as close as two wordings of one fact. This module
+decides, by rules, conservatively: a pair is the **same** fact only when nothing tells them apart.
+
+What tells two memories apart (a *veto*; the pair is a ``conflict`` when the rest of the two texts agrees,
+else ``related``):
+
+- the values they state: numbers with their units (30 s ≠ 30 min), versions, dates, times, identifiers in
+  every form (kebab-case, snake_case, dotted, camelCase, paths, URLs, error codes, names in `code`);
+- polarity: a negation on one side only (always … / never …, 可以 / 不可以);
+- opposite words of one kind (enable / disable, allow / forbid, read / write, sync / async, 启用 / 禁用, …), and
+  words of a kind where each names one value (staging / production, iOS / Android, Monday / Friday, hourly /
+  daily, must / may, all / only): when both texts use the kind, they must use the same words of it;
+- and, not a veto but not a match either, any other word: the member's words must all be the keeper's
+  (after case, stemming, a few synonyms and one-letter typos of long words), and the keeper may add only
+  generic words (``instance``, ``use``, ``we``…), so nothing the member says is lost and nothing the keeper
+  says beyond it is new. Chinese is compared by character pairs after 繁→简 conversion (both the plain and
+  the Taiwan-phrase mapping, so 資料庫 and 数据库 are one word).
+
+A pair no rule vetoes but whose words differ beyond that is *unsure*: an LLM, when configured, may confirm
+it (:func:`compare` says ``sure=False``); it can never overrule a veto. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memcli.samefact_words import (  # noqa: I001
+    CJK_HEDGES, CJK_NEG_NOT, CJK_NEGATORS, CJK_NUM_COMPOUNDS, CJK_POLES, CJK_STOP_CHARS, CJK_SYNONYMS, EN_GENERIC,
+    EN_HEDGES, EN_NEGATORS, EN_NUMBERS, EN_STOP, EN_SYNONYMS, POLES, UNITS,
+)
+
+SAME, CONFLICT, RELATED = "same", "conflict", "related"
+
+_CJK = r"\u3400-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
+# a token: an identifier (letters/digits joined by _ . / : - @ # = \ ~ +), a URL, a number with a unit
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s`'\"<>()\[\]{}，。；]+", re.IGNORECASE)
+_TOKEN = re.compile(r"(?:(?<![\w\-])--?(?=[A-Za-z]))?[A-Za-z0-9~$#@*%]+(?:[_./:\\\-=+@#*~][A-Za-z0-9~$#@*%]+)*(?:\.\d+)*'?[A-Za-z]*")
+_ACRONYM_PLURAL = re.compile(r"[A-Z0-9]{2,}s")  # JWTs, AZs, 503s
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_NUM_UNIT = re.compile(r"^[~≈]?(\d+(?:[.,]\d+)*)([a-z%]*)$")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
+_DIGIT = re.compile(r"\d")
+_FULLWIDTH_PUNCT = str.maketrans({"：": ": ", "，": ", ", "。": ". ", "；": "; ", "！": "! ", "？": "? ", "、": ", ",
+                                  "（": " (", "）": ") ", "「": " ", "」": " ", "『": " ", "』": " ", "“": " ",
+                                  "”": " ", "‘": " ", "’": "'", "《": " ", "》": " ", "【": " ", "】": " "})
+# what agents put in front of a fact: "FYI:", "Heads up:", "As discussed,", "For the record," …
+_LEAD_HEDGE = re.compile(r"^\s*(?:(?:fyi|til|heads up|note|nb|reminder|for the record|as discussed|just so you know|"
+                         r"i think|i believe|as far as i know|afaik|important|update|decision|convention|gotcha|"
+                         r"tip|psa)\b[\s:,\-—]*)+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How ``b`` relates to ``a``: ``same`` (a says everything b says; nothing contradicts), ``conflict`` (the
+    same subject with a different value) or ``related`` (a different fact). ``sure``: for ``related``, whether
+    a rule vetoed it (an LLM may not turn a sure verdict into ``same``). ``differences``: (a's words, b's)."""
+
+    relation: str
+    reason: str
+    differences: tuple[tuple[str, str], ...] = ()
+    sure: bool = True
+
+    @property
+    def same(self) -> bool:
+        return self.relation == SAME
+
+    def item(self) -> dict[str, object]:
+        """The JSON shape faces show: ``{"relation", "reason", "differences": [[a, b], ...]}``."""
+        return {"relation": self.relation, "reason": self.reason,
+                "differences": [list(d) for d in self.differences]}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules read from one text."""
+
+    specifics: frozenset[str]  # values: numbers with units, versions, identifiers, paths, URLs (exact)
+    words: frozenset[str]  # other content words: stemmed, synonyms folded
+    grams: tuple[frozenset[str], ...]  # Chinese character pairs, per 繁→简 mapping (plain, Taiwan phrases)
+    bridges: frozenset[str] = frozenset()  # pairs across punctuation or a space (never required of the other)
+    plain: frozenset[str] = frozenset()  # every Latin word as written (casefolded, not stemmed)
+    order: tuple[str, ...] = ()  # values and words in the order written (Chinese: character by character)
+    poles: dict[str, frozenset[str]] = field(default_factory=dict)  # kind → the words of that kind used
+    negations: int = 0
+    negators: tuple[str, ...] = ()  # the negations as written
+    shown: dict[str, str] = field(default_factory=dict)  # canonical form → a form as written (for messages)
+
+
+# ------------------------------------------------------------------------------------------ reading a text
+@lru_cache(maxsize=4096)
+def _simplified(text: str) -> tuple[str, str]:
+    """(t2s, tw2sp) conversions of a text with Chinese in it; the text twice otherwise."""
+    if not _CJK_RUN.search(text):
+        return text, text
+    try:
+        return _converter("t2s").convert(text), _converter("tw2sp").convert(text)
+    except ImportError:  # pragma: no cover - a dependency; without it 繁/简 pairs are simply not merged
+        return text, text
+
+
+@lru_cache(maxsize=2)
+def _converter(config: str):  # type: ignore[no-untyped-def]
+    from opencc_purepy import OpenCC
+
+    return OpenCC(config)
+
+
+def _stem(word: str) -> str:
+    """A light English stemmer: plural and verb endings (deploys/deployed/deploying → deploy)."""
+    if len(word) <= 3 or not word.isalpha() or word.endswith(("ss", "us", "is", "os", "as", "ous")):
+        return word  # "prometheus", "redis", "macos", "class" are not plurals
+    for suffix, keep in (("ies", "y"), ("ied", "y"), ("able", ""), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""),
+                         ("ly", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: len(word) - len(suffix)] + keep
+            if suffix == "es" and not base.endswith(("s", "x", "z", "ch", "sh")):
+                base = word[:-1]  # "uses" → "use", "caches" → "cache"
+            if suffix in ("ing", "ed") and len(base) >= 3 and base[-1] == base[-2] and base[-1] not in "ls":
+                base = base[:-1]  # "shipped" → "ship"
+            if suffix in ("ing", "ed") and base.endswith(("at", "iz", "bl", "ur", "ov", "iv", "bas", "us")):
+                base += "e"  # "configured" → "configure", "used" → "use"
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            return base
+    return word
+
+
+def _specific(token: str) -> bool:
+    """A token that names one value: it has a digit, joins parts with a separator, or mixes cases."""
+    if _DIGIT.search(token) or _CAMEL.search(token):
+        return True
+    if token[:1] == "-" and token[1:2].isalnum() or token[:2] == "--":
+        return True  # a command-line flag
+    core = token.strip("-")
+    return any(sep in core for sep in "_./:\\=@#~+") or ("-" in core and not core.replace("-", "").isalpha())
+
+
+def _number(value: str, unit: str) -> str:
+    unit = UNITS.get(unit, unit)
+    num = value.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+", value) else value
+    return f"{num}{unit}"
+
+
+@lru_cache(maxsize=8192)
+def read(text: str) -> Facts:
+    """The facts the rules compare, read from one memory's text."""
+    norm = unicodedata.normalize("NFKC", text.translate(_FULLWIDTH_PUNCT))
+    norm = _LEAD_HEDGE.sub("", norm)
+    t2s, tw = _simplified(norm)
+    specifics: set[str] = set()
+    words: set[str] = set()
+    shown: dict[str, str] = {}
+    poles: dict[str, set[str]] = {}
+    negations = 0
+    negators: list[str] = []
+    latin = t2s
+    for m in _URL.finditer(latin):
+        url = m.group(0).rstrip(".,;:!?").casefold()
+        specifics.add(url)
+        shown[url] = m.group(0)
+    latin = _URL.sub(" ", latin)
+    for m in _CODE_SPAN.finditer(latin):  # every word of `code` is a value, exactly as written
+        for word in _TOKEN.findall(m.group(1)):
+            specifics.add(word.casefold())
+            shown.setdefault(word.casefold(), word)
+    # Chinese: numerals, negation, kinds of words, character pairs
+    grams: list[frozenset[str]] = []
+    bridges: set[str] = set()
+    for variant in dict.fromkeys((t2s, tw)):
+        found: set[str] = set()
+        scrubbed = variant
+        for hedge in CJK_HEDGES:
+            scrubbed = scrubbed.replace(hedge, " ")
+        for compound in CJK_NUM_COMPOUNDS:
+            scrubbed = scrubbed.replace(compound, "〡" * len(compound))
+        for m in _CJK_NUM.finditer(scrubbed):
+            specifics.add("#" + m.group(0).replace("两", "二"))
+            shown["#" + m.group(0).replace("两", "二")] = m.group(0)
+        for word, canon in CJK_SYNONYMS.items():
+            scrubbed = scrubbed.replace(word, canon)
+        runs = _CJK_RUN.findall(re.sub(f"[{CJK_STOP_CHARS}〡]", " ", scrubbed))
+        for run in runs:
+            found |= {run[i:i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
+        grams.append(frozenset(found))
+        bridges |= {x[-1] + y[0] for x, y in zip(runs, runs[1:])}
+    cjk_neg = 0
+    for variant in (t2s,):
+        plain = variant
+        for compound in CJK_NEG_NOT:
+            plain = plain.replace(compound, " ")
+        cjk_neg = sum(plain.count(n) for n in CJK_NEGATORS)
+        negators.extend(n for n in CJK_NEGATORS if n in plain)
+        for kind, members in CJK_POLES.items():
+            for word, canon in members.items():
+                if word in plain or word in tw:
+                    poles.setdefault(kind, set()).add(canon)
+    negations += cjk_neg
+    # Latin script: tokens, numbers with their units, negations, kinds, content words
+    order = _order(t2s)
+    tokens = [t[:-2] if t.endswith(("'s", "’s")) else t[:-1] if _ACRONYM_PLURAL.fullmatch(t) else t
+              for t in _TOKEN.findall(latin)]
+    low = [t.casefold() for t in tokens]
+    i = 0
+    while i < len(low):
+        tok, raw = low[i], tokens[i]
+        nxt = low[i + 1] if i + 1 < len(low) else ""
+        if tok in EN_NUMBERS and nxt and (nxt in UNITS or _stem(nxt) in EN_GENERIC or nxt.isalpha()):
+            tok = EN_NUMBERS[tok]
+        m = _NUM_UNIT.match(tok.lstrip("v") if re.fullmatch(r"v\d[\d.]*", tok) else tok)
+        if m:
+            value, unit = m.group(1), m.group(2)
+            if not unit and nxt in UNITS:
+                unit, i = nxt, i + 1
+            key = _number(value, unit)
+            specifics.add(key)
+            shown.setdefault(key, raw + (f" {tokens[i]}" if unit and tokens[i] != raw else ""))
+            i += 1
+            continue
+        if tok in EN_NEGATORS or tok.endswith("n't"):
+            negations += 1
+            negators.append(raw)
+            if tok in POLES:  # "never" is also a frequency
+                poles.setdefault(POLES[tok][0], set()).add(POLES[tok][1])
+            i += 1
+            continue
+        if _specific(raw) and not (raw.isalpha() and (tok in EN_SYNONYMS or tok in POLES)):
+            key = tok.strip("`'\".,;:!?()[]{}<>").lstrip("v") if re.fullmatch(r"v\d[\w.\-]*", tok) else tok
+            specifics.add(key)
+            shown.setdefault(key, raw)
+            i += 1
+            continue
+        stem = _stem(tok)
+        kind = POLES.get(tok) or POLES.get(stem)
+        if kind:
+            poles.setdefault(kind[0], set()).add(kind[1])
+        if tok not in EN_STOP and tok not in EN_HEDGES and len(tok) > 1:
+            canon = EN_SYNONYMS.get(tok) or EN_SYNONYMS.get(stem) or stem
+            words.add(canon)
+            shown.setdefault(canon, raw)
+        i += 1
+    return Facts(specifics=frozenset(specifics), words=frozenset(words), grams=tuple(grams), bridges=frozenset(bridges), plain=frozenset(low), order=order,
+                 poles={k: frozenset(v) for k, v in poles.items()}, negations=negations,
+                 negators=tuple(negators), shown=shown)
+
+
+def _order(text: str) -> tuple[str, ...]:
+    """The text's words (Latin, casefolded, stemmed, stop words out) and Chinese characters (particles out),
+    in the order written: two texts that only exchange two of them say different things."""
+    out: list[str] = []
+    for m in re.finditer(f"[{_CJK}]|[A-Za-z0-9][\\w.\\-/:]*", text):
+        tok = m.group(0)
+        if _CJK_RUN.fullmatch(tok):
+            if tok not in "的了地得着呢吧啊嘛呀哦":  # particles only: 先…再… marks an order
+                out.append(tok)
+        else:
+            low = tok.casefold().rstrip(".:-/")
+            if low not in EN_STOP:
+                out.append(low if _specific(tok) else _stem(low))
+    return tuple(out)
+
+
+def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | None:
+    """(x, y) when ``b`` is ``a`` with two of its parts exchanged around something that stays between them
+    ("Loki … Prometheus" / "Prometheus … Loki"; "先 rollback，再排查" / "先排查，再 rollback"). Two clauses that
+    only trade places ("because X, Y" / "Y because X") are a reordering, not a swap."""
+    if len(a) != len(b) or a == b or sorted(a) != sorted(b):
+        return None
+    p = 0
+    while a[p] == b[p]:
+        p += 1
+    q = 0
+    while a[-1 - q] == b[-1 - q]:
+        q += 1
+    ma, mb = a[p:len(a) - q], b[p:len(b) - q]
+    n = len(ma)
+    if n > 30:
+        return None
+    for i in range(1, n - 1):  # x = ma[:i]
+        for j in range(1, n - i):  # y = ma[n-j:], the middle ma[i:n-j] is not empty
+            x, mid, y = ma[:i], ma[i:n - j], ma[n - j:]
+            if mid and mb == y + mid + x and x != y:
+                return " ".join(x), " ".join(y)
+    return None
+
+
+# ------------------------------------------------------------------------------------------ comparing two
+def _typo(a: str, b: str) -> bool:
+    """One edit (or one swap of neighbours) apart, in a word of 6+ letters: a typo, not another word."""
+    if min(len(a), len(b)) < 5 or abs(len(a) - len(b)) > 1 or a[0] != b[0] or not (a.isalpha() and b.isalpha()):
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        swap = len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        return swap or (len(diff) == 1 and len(a) >= 6)
+    if min(len(a), len(b)) < 6:
+        return False
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def _missing(member: Facts, keeper: Facts, mw: frozenset[str], kw: frozenset[str]) -> list[str]:
+    """The member's words the keeper does not have (typos of the keeper's long words count as had)."""
+    return sorted(w for w in mw - kw if not any(_typo(_raw(member, w), _raw(keeper, k)) for k in kw - mw))
+
+
+def _raw(f: Facts, word: str) -> str:
+    """A word as written (casefolded), for typo checks: stems and synonyms would hide the letters."""
+    return f.shown.get(word, word).casefold()
+
+
+def compare(keeper: str, member: str) -> Verdict:
+    """Does ``keeper`` state everything ``member`` states, with nothing that tells them apart? (Asymmetric:
+    merging ``member`` into ``keeper`` must lose nothing.)"""
+    a, b = read(keeper), read(member)
+    value_diffs: list[tuple[str, str]] = []
+    reasons: list[str] = []
+    # a word in one text may be a value in the other only by its case ("PostgreSQL" / "postgresql")
+    only_a = sorted(x for x in a.specifics - b.specifics if x not in b.plain)
+    only_b = sorted(x for x in b.specifics - a.specifics if x not in a.plain)
+    if only_a or only_b:
+        value_diffs.append((", ".join(a.shown.get(x, x) for x in only_a), ", ".join(b.shown.get(x, x) for x in only_b)))
+        reasons.append("they state different values" if only_a and only_b else
+                       "one states a value the other does not")
+    if a.negations % 2 != b.negations % 2:
+        value_diffs.append((" ".join(a.negators) or "(no negation)", " ".join(b.negators) or "(no negation)"))
+        reasons.append("one says the opposite of the other (a negation on one side only)")
+    swap = _swapped(a.order, b.order)
+    if swap:
+        value_diffs.append((f"{swap[0]} … {swap[1]}", f"{swap[1]} … {swap[0]}"))
+        reasons.append("the same words in exchanged places")
+    for kind in sorted(set(a.poles) & set(b.poles)):
+        if a.poles[kind] != b.poles[kind]:
+            value_diffs.append((", ".join(sorted(a.poles[kind] - b.poles[kind])) or "—",
+                                ", ".join(sorted(b.poles[kind] - a.poles[kind])) or "—"))
+            reasons.append(f"they differ in {kind.replace('_', ' ')}")
+    values = a.specifics | b.specifics  # compared above, as values
+    a_words, b_words = a.words - values, b.words - values
+    ga, gb = min(((x, y) for x in a.grams for y in b.grams), key=lambda p: len(p[0] ^ p[1]), default=(frozenset(), frozenset()))
+    missing = _missing(b, a, b_words, a_words) + sorted(gb - ga - a.bridges)
+    extra = [w for w in _missing(a, b, a_words, b_words) if w not in EN_GENERIC] + sorted(ga - gb - b.bridges)
+    if value_diffs:
+        shared = len(a.words & b.words) + len(ga & gb)
+        total = len(a.words | b.words) + len(ga | gb)
+        # the same subject (most words shared) with another value is a contradiction; else another fact
+        subject_same = total == 0 or (shared / total >= 0.5 and not (missing and extra))
+        word_diffs = [(" ".join(a.shown.get(w, w) for w in extra[:4]), " ".join(b.shown.get(w, w) for w in missing[:4]))]
+        diffs = tuple(value_diffs + ([] if subject_same or not (missing or extra) else word_diffs))
+        return Verdict(CONFLICT if subject_same else RELATED, "; ".join(reasons), diffs, sure=True)
+    if extra and not missing and _elaboration(a, b, extra, len(b_words) + len(gb)):
+        return Verdict(SAME, "the same fact: the first says it at more length (nothing of the second is missing, "
+                             "and the first adds no name or value of its own)")
+    if len(missing) == 1 and len(extra) == 1:
+        # one word for another and nothing else: the same sentence about another thing (billing / payments,
+        # alice / bob, the cache / the queue) — a near miss, never the same fact
+        return Verdict(RELATED, "the same words about a different thing",
+                       ((a.shown.get(extra[0], extra[0]), b.shown.get(missing[0], missing[0])),), sure=True)
+    if missing or extra:
+        diffs = ((" ".join(a.shown.get(w, w) for w in extra[:6]), " ".join(b.shown.get(w, w) for w in missing[:6])),)
+        why = ("they name different things" if missing and extra else
+               "the second says something the first does not" if missing else
+               "the first says more than the second")
+        return Verdict(RELATED, why, diffs, sure=False)
+    return Verdict(SAME, "the same fact: the same values and words (up to wording, case, punctuation, "
+                         "typos and 简/繁 script)")
+
+
+def _elaboration(keeper: Facts, member: Facts, extra: list[str], size: int) -> bool:
+    """May the keeper's extra words be wording around the member's fact rather than a fact of their own? Only
+    a few of them (at most half as many as the member's words), none a name (a capitalised word), none of a
+    kind of words the member does not use (the keeper must not narrow it to one environment or day)."""
+    if len(extra) > max(1, size // 2):
+        return False
+    for w in extra:
+        written = keeper.shown.get(w, w)
+        if written[:1].isupper() and not written.isupper():
+            return False
+        kind = POLES.get(w) or POLES.get(written.casefold())
+        if kind and kind[0] not in member.poles and kind[1] not in ("all", "every"):  # "every X" generalises
+            return False
+    return True
+
+
+def same_fact(a: str, b: str) -> Verdict:
+    """Symmetric form for two memories of equal standing: ``same`` when either states everything the other
+    does (a near-restatement); otherwise the first verdict's view."""
+    forward = compare(a, b)
+    if forward.same:
+        return forward
+    backward = compare(b, a)
+    if backward.same:
+        return backward
+    return forward if forward.sure or not backward.sure else backward
+
+
+def explain(a: str, b: str) -> str:
+    """In plain words: whether ``a`` and ``b`` would merge, and why (``memcli distill --explain``)."""
+    v = same_fact(a, b)
+    if v.same:
+        return f"would merge: {v.reason}"
+    diffs = "; ".join(f"{x or '—'} ≠ {y or '—'}" for x, y in v.differences)
+    kind = "a conflict" if v.relation == CONFLICT else "different facts"
+    tail = "" if v.sure else " (an LLM, when configured, may still confirm them as one fact)"
+    return f"would not merge: {kind}: {v.reason}" + (f" ({diffs})" if diffs else "") + tail
