@@ -510,3 +510,52 @@ def test_schedule_on_macos_writes_a_launchd_agent(home: Path, tmp_path: Path, mo
     assert not apply_schedule("hourly", home, platform="darwin").changed
     assert apply_schedule("off", home, platform="darwin").changed and not plist.exists()
     assert calls.read_text().splitlines() == [f"load -w {plist}", f"unload -w {plist}"]
+
+
+# ------------------------------------------------------------------------------------------ trust (issue 16)
+def test_undo_reverses_only_the_run_and_keeps_every_later_write(service: MemoryService) -> None:
+    ids = seed(service)
+    applied = service.distill_apply()
+    # after the run: a new memory in another namespace, one in this one, and an edit of a memory the run merged
+    other_ns = service.remember("the staging VPN profile is in 1Password", namespace="team-b").memory_id
+    here = service.remember("the on-call rota is in the wiki").memory_id
+    service.update(ids["c"], content="The billing service uses PostgreSQL 16 (JSONB, partitioning).",
+                   tags=["db", "postgres"])  # tags: a field the run changed too (the union of the cluster's)
+    edited_version = service.get(ids["c"]).version
+    preview = service.distill_undo(dry_run=True)
+    assert preview["dry_run"] and preview["kept"] == [{"memory_id": ids["c"], "fields": ["tags"],
+                                                        "version": edited_version}]
+    assert service.get(ids["a"]).status == "superseded"  # a dry run changes nothing
+    undone = service.distill_undo()
+    assert undone["restored"] == applied["tag"] and undone["gone"] == []
+    # every later write is there, the edited memory at its later content and version + 1 (its tags, scope and
+    # merged_from back as they were)
+    assert service.get(other_ns).content == "the staging VPN profile is in 1Password"
+    assert service.get(here).status == "active"
+    c = service.get(ids["c"])
+    assert c.content == "The billing service uses PostgreSQL 16 (JSONB, partitioning)."
+    assert c.version == edited_version + 1 and c.scope == "agent:claude-code" and c.merged_from == []
+    assert set(c.tags) == {"db", "postgres"}  # the later write's tags stay, and undo said so
+    assert undone["kept"] == preview["kept"]
+    for k in ("a", "b", "expired"):
+        assert service.get(ids[k]).status == "active"
+    assert service.get(ids["important"]).scope == "agent:codex"
+    assert service.history(other_ns)[-1].action == "remember"  # untouched: no restore record
+
+
+def test_a_contradiction_is_a_conflict_not_a_merge_and_recall_returns_both(real_service: MemoryService) -> None:
+    svc = real_service
+    old = svc.remember("Always run database migrations during business hours", agent="codex").memory_id
+    new = svc.remember("Never run database migrations during business hours", agent="claude-code").memory_id
+    svc.remember("the request timeout is 30 seconds", agent="codex")
+    svc.remember("the request timeout is 30 minutes", agent="claude-code")
+    plan = svc.distill_plan().to_dict()
+    assert plan["counts"]["merge"] == 0 and plan["counts"]["promote"] == 0
+    conflict = next(c for c in plan["plan"]["conflicts"] if old in c["ids"])
+    assert conflict["ids"] == [new, old] and conflict["authors"] == ["agent:claude-code", "agent:codex"]
+    assert plan["counts"]["conflict"] == 2
+    svc.distill_apply()
+    hits = {h.memory.id for h in svc.recall("can we run database migrations during business hours", top_k=5)}
+    assert {old, new} <= hits and svc.get(old).status == svc.get(new).status == "active"
+    why = svc.distill_explain(old, new)
+    assert why["would_merge"] is False and why["relation"] == "conflict" and "negation" in why["explanation"]

@@ -1,30 +1,33 @@
-"""memcli distill: plan, then apply, the changes that keep the memory small and useful; undo them.
+"""memcli distill: plan, then apply, the changes that keep the memory small and useful.
 
 Steps, in order (:meth:`Distiller.plan` computes them all and changes nothing):
 
 1. **archive** active memories whose TTL has passed (``status = archived``; the row stays, undo brings it back);
-2. **merge** near-duplicates: within one namespace, memories whose *calibrated* similarity (the embedder's
-   raw cosine mapped as ``check_duplicate`` maps it, so 0.90 means "a paraphrase" for every model) is ≥
-   ``threshold`` form a cluster around its best member, the *keeper* (highest importance, then a deliberate
-   memory before a captured turn, then the most recent). The keeper keeps its content (extractive; or an LLM
+2. **merge** memories that state the same fact. Similarity proposes: within one namespace, pairs whose
+   *calibrated* similarity (the embedder's raw cosine mapped as ``check_duplicate`` maps it) is ≥
+   ``threshold`` are candidates. The same-fact test decides (:mod:`memcli.samefact`): a candidate merges into
+   a *keeper* (highest importance, then a deliberate memory before a captured turn, then the most recent) only
+   when the keeper states everything it states and nothing tells them apart — no other value, unit, version,
+   identifier, negation, opposite word, environment, day… An LLM, when configured, may confirm a candidate the
+   rules are unsure of, never one they vetoed. The keeper keeps its content (extractive; or an LLM
    condensation, :mod:`memcli.condense`, when asked), gets the union of the tags, the highest importance and
-   ``merged_from`` (every merged id, and what those had merged before); the others become ``superseded``
-   (``superseded_by`` = the keeper), never deleted. Clusters are *stars* around their keeper (every member
-   is similar to the keeper itself, not merely to another member), so no chain of small steps merges two
-   unrelated facts, and two keepers are never similar enough to merge: a second run plans nothing.
-   Memories with a caller ``key`` are never merged away (their key would stop upserting the live memory).
-3. **promote** to ``global`` the facts that two or more agents hold (a cluster spanning ≥ 2 ``agent:*``
-   scopes, or one with a global member) and the agent memories marked important (importance ≥
+   ``merged_from``; the others become ``superseded`` (``superseded_by`` = the keeper), never deleted. Clusters
+   are *stars* around their keeper, so no chain of small steps merges two different facts, and a second run
+   plans nothing. Memories with a caller ``key`` are never merged away.
+3. **conflicts**: candidates about the same subject with different values (enabled / disabled, port 8080 /
+   8081 of one service) are listed in the plan, newest first, with their authors — never merged or resolved;
+4. **promote** to ``global`` the facts that two or more agents hold (a merged cluster spanning ≥ 2
+   ``agent:*`` scopes, or one with a global member) and the agent memories marked important (importance ≥
    ``promote_importance``, default :data:`PROMOTE_IMPORTANCE`);
-4. **compact** the table after applying.
+5. **compact** the table after applying.
 
-:meth:`Distiller.apply` first tags the table's current version ``distill-<UTC timestamp>``, then writes every
-row change in **one** ``merge_insert`` commit, each row conditioned on the version the plan read: a crash
-leaves the old state or the new one, never half of it; a memory changed by someone else meanwhile makes the
-apply put back the rows it changed, in one more commit, and drop its tag (a :class:`VersionConflictError`:
-run it again). One audit record per change
-(``merge``, ``supersede``, ``promote``, ``archive``; ``restore`` for an undo). :meth:`Distiller.undo`
-restores a tagged version exactly (memories written after it are discarded, and reported).
+:meth:`Distiller.apply` first tags the table's version and records what it will change
+(:mod:`memcli.distill_runs`), then writes every row change in **one** ``merge_insert`` commit, each row
+conditioned on the version the plan read: a crash leaves the old state or the new one, never half of it; a
+memory changed by someone else meanwhile makes the apply put back the rows it changed, in one more commit
+(a :class:`VersionConflictError`: run it again). One audit record per change (``merge``, ``supersede``,
+``promote``, ``archive``; ``restore`` for an undo). Undo reverses exactly what a run changed and nothing
+written since.
 """
 
 from __future__ import annotations
@@ -33,13 +36,13 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from memcli.audit import AuditEvent, clip
-from memcli.errors import NotFoundError, StoreError, ValidationError, VersionConflictError
+from memcli.errors import StoreError, ValidationError, VersionConflictError
 from memcli.models import ACTIVE, ARCHIVED, SUPERSEDED, Memory, now_ms
 from memcli.reader import quote
+from memcli.distill_runs import WATERMARK, DistillRuns
 from memcli.records import embed_memories
 from memcli.store import ACTIVE_FILTER, STATUS_COLUMNS, row_search_text, row_to_memory
 
@@ -51,12 +54,7 @@ if TYPE_CHECKING:
 
 MERGE_THRESHOLD = 0.90
 PROMOTE_IMPORTANCE = 0.8
-TAG_PREFIX = "distill-"
-WATERMARK = "distill_watermark"  # meta key: {"at": ms, "threshold": t} of the last complete run
 WATERMARK_MARGIN_MS = 10 * 60_000
-KEEP_TAGS = 20  # older distill tags are deleted, so compaction can reclaim their versions' files
-RUN_PREFIX = "distill_run:"  # meta key of a run's record: the fields it changed, before and after
-UNDO_FIELDS = ("status", "superseded_by", "merged_from", "scope", "tags", "importance", "content")
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
          "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context", *STATUS_COLUMNS]
 _BLOCK = 1024  # similarity rows computed at once (1024 × N float32)
@@ -166,6 +164,7 @@ class Distiller:
         self.options = options or DistillOptions()
         self.options.check()
         self._llm: Any = None  # the Condenser of this run (one token budget for confirming and condensing)
+        self.runs = DistillRuns(store)
 
     def llm(self) -> Any:
         """The LLM of this run (memcli.condense.Condenser), when one is configured; else None."""
@@ -358,8 +357,8 @@ class Distiller:
         rows, originals, events = self._changes(plan, condensed)
         if archive and plan.archive:
             archive([plan.memories[i] for i in plan.archive])
-        tag = self._tag()
-        self._record_run(tag, rows, originals)  # what undo reverses: exactly these fields of these rows
+        tag = self.runs.tag()
+        self.runs.record(tag, rows, originals)  # what undo reverses: exactly these fields of these rows
         self._fault("after-tag")
         import pyarrow as pa
 
@@ -376,7 +375,7 @@ class Distiller:
                 where=f"target.version = source.version + 1 AND target.updated_at = {rows[0]['updated_at']}")
                 .execute(back), "rolling the distill back")
             self.store.facts.forget()
-            self._forget_run(tag)  # no distill happened: nothing to undo
+            self.runs.forget(tag)  # no distill happened: nothing to undo
             raise VersionConflictError(
                 f"{len(rows) - int(res.num_updated_rows)} of the memories to distill changed while it ran; "
                 "nothing was changed: run `memcli distill` again")
@@ -385,7 +384,7 @@ class Distiller:
         self.store.after_write()
         self.store.audit.record(events)
         self._set_watermark(plan)
-        self._prune_tags()
+        self.runs.prune()
         if self.options.compact:
             try:
                 self.store.compact(blocking=True)
@@ -509,150 +508,6 @@ class Distiller:
         except (OSError, RuntimeError, ValueError):
             pass  # the next run compares everything: slower, not wrong
 
-    # ------------------------------------------------------------------ tags and undo
-    def _tag(self) -> str:
-        """Tag the table's current version ``distill-<UTC timestamp>`` (unique)."""
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        existing = self.store.table.tags.list()
-        tag, n = TAG_PREFIX + stamp, 1
-        while tag in existing:
-            n += 1
-            tag = f"{TAG_PREFIX}{stamp}-{n}"
-        try:
-            self.store.table.tags.create(tag, self.store.table.version)
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise StoreError(f"cannot tag the store's version before the distill: {exc}; nothing was changed") from exc
-        return tag
-
-    def tags(self) -> list[dict[str, Any]]:
-        """The distill tags, newest first: ``{"tag", "version", "created_at"}`` (ms, from the tag's name)."""
-        out = []
-        for name, info in self.store.table.tags.list().items():
-            if name.startswith(TAG_PREFIX):
-                out.append({"tag": name, "version": int(info["version"]), "created_at": _tag_time(name)})
-        out.sort(key=lambda t: (t["created_at"], t["version"], t["tag"]), reverse=True)
-        return out
-
-    def _prune_tags(self) -> None:
-        for t in self.tags()[KEEP_TAGS:]:
-            self._forget_run(t["tag"])
-
-    def _record_run(self, tag: str, rows: list[dict[str, Any]], originals: list[dict[str, Any]]) -> None:
-        """Keep, with the tag, each changed field of each row before and after this run (undo's input)."""
-        before = {r["id"]: r for r in originals}
-        changes: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            old = before[row["id"]]
-            fields = [f for f in UNDO_FIELDS if _same_value(old.get(f), row.get(f)) is False]
-            changes[row["id"]] = {"version": int(row["version"]),
-                                  "before": {f: _plain(old.get(f)) for f in fields},
-                                  "after": {f: _plain(row.get(f)) for f in fields}}
-        try:
-            self.store.write_meta({RUN_PREFIX + tag: json.dumps({"tag": tag, "at": now_ms(), "changes": changes})})
-        except (OSError, RuntimeError, ValueError) as exc:
-            self._forget_run(tag)
-            raise StoreError(f"cannot record the distill before applying it: {exc}; nothing was changed") from exc
-
-    def _forget_run(self, tag: str) -> None:
-        """Drop a tag and its run record (an undone or rolled-back run cannot be undone again)."""
-        try:
-            self.store.table.tags.delete(tag)
-        except (OSError, RuntimeError, ValueError):
-            pass
-        try:
-            self.store.delete_meta([RUN_PREFIX + tag])
-        except (OSError, RuntimeError, ValueError):
-            pass
-
-    def undo(self, tag: str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
-        """Reverse exactly what one distill run changed (default: the latest): each field it changed goes back
-        to its value before the run — unless a later write changed that field again, which is kept and
-        reported. Memories written after the run, in any namespace, are never touched. ``dry_run``: only say
-        what would change. ``{"ok", "restored", "changed", "changes": [...], "kept": [...], "gone": [...]}``."""
-        tags = self.tags()
-        if tag is None:
-            if not tags:
-                raise NotFoundError("there is no distill to undo (no distill-* tag; see `memcli distill --tags`)")
-            tag = tags[0]["tag"]
-        elif tag not in {t["tag"] for t in tags}:
-            known = ", ".join(t["tag"] for t in tags[:5]) or "none"
-            raise NotFoundError(f"no distill tag {tag!r} (latest: {known})")
-        raw = self.store.read_meta().get(RUN_PREFIX + tag)
-        if not raw:
-            raise ValidationError(f"{tag} was applied by an older memcli that did not record what it changed; it "
-                                  "cannot be undone without discarding what was written since (nothing was changed)")
-        changes: dict[str, dict[str, Any]] = json.loads(raw)["changes"]
-        ids = list(changes)
-        current = {r["id"]: r for start in range(0, len(ids), 500)
-                   for r in self.store.read_rows("id IN (" + ", ".join(quote(i) for i in ids[start:start + 500]) + ")",
-                                                 self.store.table.schema.names)}
-        now = now_ms()
-        rows: list[dict[str, Any]] = []
-        report: list[dict[str, Any]] = []
-        kept: list[dict[str, Any]] = []
-        need_old: list[str] = []
-        for mid, ch in changes.items():
-            cur = current.get(mid)
-            if cur is None:
-                continue
-            row, back, later = dict(cur), {}, []
-            for f, value in ch["before"].items():
-                if _same_value(cur.get(f), ch["after"][f]):
-                    back[f] = [_plain(cur.get(f)), value]
-                    row[f] = value
-                else:
-                    later.append(f)  # written again after the run: the later value stays
-            if later:
-                kept.append({"memory_id": mid, "fields": later, "version": int(cur["version"])})
-            if back:
-                if "content" in back:
-                    need_old.append(mid)
-                row["version"] = int(cur["version"]) + 1
-                row["updated_at"] = now
-                rows.append(row)
-                report.append({"memory_id": mid, "namespace": cur["namespace"], "changes": back})
-        gone = sorted(set(ids) - set(current))
-        result = {"ok": True, "restored": tag, "changed": len(rows), "changes": report, "kept": kept, "gone": gone,
-                  "dry_run": dry_run}
-        if dry_run:
-            return result
-        if need_old:  # a condensed content goes back with the vectors it had
-            old = {r["id"]: r for r in self.store.reader.snapshot().checkout_version(tag).to_table(
-                columns=["id", "content_hash", "search_text", "vector", "context_vector"],
-                filter="id IN (" + ", ".join(quote(i) for i in need_old) + ")").to_pylist()}
-            for row in rows:
-                if row["id"] in old:
-                    row.update({k: v for k, v in old[row["id"]].items() if k != "id"})
-        if rows:
-            import pyarrow as pa
-
-            data = pa.Table.from_pylist(rows, schema=self.store.table.schema)
-            res = self.store.commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
-                where="target.version = source.version - 1").execute(data), "undoing the distill")
-            if int(res.num_updated_rows) != len(rows):
-                raise VersionConflictError("memories changed while the undo ran; some were put back, run "
-                                           f"`memcli distill --undo {tag}` again to finish")
-            self.store.facts.forget()
-            self.store.after_write()
-            self.store.audit.record([
-                AuditEvent(memory_id=r["memory_id"], action="restore", actor="distill", namespace=r["namespace"],
-                           version=int(current[r["memory_id"]]["version"]) + 1, note=f"undo {tag}",
-                           changes={f: [clip(v[0]), clip(v[1])] for f, v in r["changes"].items()})
-                for r in report])
-        self.store.write_meta({WATERMARK: "null"})  # the next run compares everything again
-        self._forget_run(tag)
-        return result
-
-
-def _plain(value: Any) -> Any:
-    """A row value as JSON can keep it (tags: a list; merged_from: its JSON text)."""
-    return list(value) if isinstance(value, (list, tuple)) else value
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    return _plain(a) == _plain(b)
-
-
 def _author(m: Memory) -> str:
     """Who wrote a memory, as the plan shows it: its agent scope, else the face that wrote it."""
     return m.scope if m.scope.startswith("agent:") else m.source
@@ -663,11 +518,3 @@ def _keeper_rank(m: Memory) -> tuple[float, int, int]:
     captured turn, then the most recent."""
     captured = m.source == "hook:stop" or "turn" in m.tags
     return (m.importance, 0 if captured else 1, m.created_at)
-
-
-def _tag_time(name: str) -> int:
-    stamp = name[len(TAG_PREFIX):].split("-")[0]
-    try:
-        return int(datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc).timestamp() * 1000)
-    except ValueError:
-        return 0

@@ -43,7 +43,7 @@ _CJK_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
 # a token: an identifier (letters/digits joined by _ . / : - @ # = \ ~ +), a URL, a number with a unit
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s`'\"<>()\[\]{}，。；]+", re.IGNORECASE)
 _TOKEN = re.compile(r"(?:(?<![\w\-])--?(?=[A-Za-z]))?[A-Za-z0-9~$#@*%]+(?:[_./:\\\-=+@#*~][A-Za-z0-9~$#@*%]+)*(?:\.\d+)*'?[A-Za-z]*")
-_ACRONYM_PLURAL = re.compile(r"[A-Z0-9]{2,}s")  # JWTs, AZs, 503s
+_ACRONYM_PLURAL = re.compile(r"[A-Z][A-Z0-9]+s|[1-5]\d\ds")  # JWTs, AZs, 503s (not 30s: seconds)
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _NUM_UNIT = re.compile(r"^[~≈]?(\d+(?:[.,]\d+)*)([a-z%]*)$")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")

@@ -565,9 +565,9 @@ class MemoryService:
 
     def distill_undo(self, tag: str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
         """Reverse what a distill run changed (default: the latest); later writes stay. ``dry_run``: only say."""
-        from memcli.distill import Distiller
+        from memcli.distill_runs import DistillRuns
 
-        return Distiller(self.store, self.embedder).undo(tag, dry_run=dry_run)
+        return DistillRuns(self.store).undo(tag, dry_run=dry_run)
 
     def distill_explain(self, a: str, b: str, options: "DistillOptions | None" = None) -> dict[str, Any]:
         """Why two memories would or would not merge (similarity, then the same-fact test)."""
@@ -577,9 +577,9 @@ class MemoryService:
 
     def distill_tags(self) -> list[dict[str, Any]]:
         """The distill tags, newest first: ``[{"tag", "version", "created_at"}]``."""
-        from memcli.distill import Distiller
+        from memcli.distill_runs import DistillRuns
 
-        return Distiller(self.store, self.embedder).tags()
+        return DistillRuns(self.store).tags()
 
 
 def _same(hit: RecallHit) -> bool:
