@@ -9,13 +9,17 @@ nothing changes::
     {"plan": {"archive": [id, ...],                  # expired: status becomes "archived"
               "merge": [{"keep": id, "merge": [id, ...], "content": "...", "namespace": "...",
                          "scope": "global" | "agent:x", "tags": [...], "importance": 0.7,
-                         "similarity": 0.93, "condense": false}, ...],
+                         "similarity": 0.93, "condense": false,
+                         "why": {id: "the same fact: ..." | "confirmed by the LLM ..."}}, ...],
               "promote": [id, ...],                  # scope becomes "global"
               "reasons": {id: "held by 2 agents" | "importance ≥ 0.8" | ...},
+              "conflicts": [{"ids": [newer, older], "authors": ["agent:x", "cli"], "reason": "...",
+                             "differences": [["30 minutes", "30 seconds"]], "namespace", "similarity",
+                             "created_at"}, ...],    # the same subject, other values: listed, never merged
               "compact": true,                       # apply compacts the table afterwards
               "memories": {id: {"content": "... (≤ 300 chars)", "scope", "namespace", "importance",
-                                "created_at"}}},     # every id named above, as the plan read it
-     "counts": {"scanned": n, "archive": n, "merge": n, "supersede": n, "promote": n}}
+                                "created_at", "source"}}},  # every id named above, as the plan read it
+     "counts": {"scanned": n, "archive": n, "merge": n, "supersede": n, "promote": n, "conflict": n}}
 
 ``POST /api/distill/apply`` (optional JSON body ``{"namespace", "threshold", "llm"}``) — plans again and
 applies, after tagging the table's version::
@@ -24,12 +28,18 @@ applies, after tagging the table's version::
 
 A memory changed by another writer meanwhile → 412 ``version_conflict`` and nothing changed: apply again.
 
-``POST /api/distill/undo`` body ``{"tag": "distill-..."}`` (or ``{}``/no body: the latest) — restores the
-store exactly as it was at that tag (memories written since are discarded and listed)::
+``POST /api/distill/undo`` body ``{"tag": "distill-...", "dry_run": false}`` (or ``{}``/no body: the latest) —
+reverses exactly what that run changed: each field goes back unless written again since (then kept and
+listed); memories written after the run, in any namespace, are never touched. ``dry_run``: only say::
 
-    {"ok": true, "restored": "distill-...", "changed": n, "discarded": [id, ...]}
+    {"ok": true, "restored": "distill-...", "changed": n, "dry_run": false,
+     "changes": [{"memory_id", "namespace", "changes": {field: [now, back to]}}, ...],
+     "kept": [{"memory_id", "fields": [...], "version"}, ...], "gone": [id forgotten since, ...]}
 
 An unknown tag, or nothing to undo → 404 ``not_found``.
+
+``GET /api/distill/explain?a=ID&b=ID`` — why two memories would or would not merge: ``{"would_merge",
+"similarity", "threshold", "relation", "reason", "differences", "explanation", ...}``.
 
 ``GET /api/distill/tags`` — newest first::
 
@@ -106,10 +116,21 @@ def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
         return JSONResponse(await call("distill_apply", opts))
 
     async def undo(request: Request) -> Response:
-        tag = (await body(request, {"tag"})).get("tag")
+        d = await body(request, {"tag", "dry_run"})
+        tag = d.get("tag")
         if tag is not None and (not isinstance(tag, str) or not tag.strip()):
             raise ValidationError("tag must be a distill tag name, like distill-20261201T081530Z")
-        return JSONResponse(await call("distill_undo", tag.strip() if tag else None))
+        if not isinstance(d.get("dry_run", False), bool):
+            raise ValidationError("dry_run must be true or false")
+        return JSONResponse(await call("distill_undo", tag.strip() if tag else None,
+                                       dry_run=bool(d.get("dry_run"))))
+
+    async def explain(request: Request) -> Response:
+        q = request.query_params
+        if not q.get("a") or not q.get("b"):
+            raise ValidationError("give two memory ids: /api/distill/explain?a=ID&b=ID")
+        values: dict[str, Any] = {"threshold": q.get("threshold")} if q.get("threshold") else {}
+        return JSONResponse(await call("distill_explain", q["a"], q["b"], options(values)))
 
     async def tags(request: Request) -> Response:
         return JSONResponse({"tags": await call("distill_tags")})
@@ -119,4 +140,5 @@ def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
         Route("/api/distill/apply", apply, methods=["POST"]),
         Route("/api/distill/undo", undo, methods=["POST"]),
         Route("/api/distill/tags", tags, methods=["GET"]),
+        Route("/api/distill/explain", explain, methods=["GET"]),
     ]
