@@ -111,7 +111,7 @@ class DistillConfig:
     """`memcli distill` (memcli.distill): merge threshold, promotion, optional LLM condensation (it uses the
     [hooks] llm_provider/llm_base_url/llm_model/llm_api_key endpoint)."""
 
-    threshold: float = 0.90
+    threshold: float = 0.80  # calibrated similarity from which a pair is a candidate (the same-fact test decides)
     promote_importance: float = 0.8
     llm: bool = False
     llm_token_budget: int = 20_000

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from memcli.embedders import Embedder
     from memcli.store import MemoryStore
 
-MERGE_THRESHOLD = 0.90
+MERGE_THRESHOLD = 0.80  # candidates only: memcli.samefact decides (bench/distill_pairs.py)
 PROMOTE_IMPORTANCE = 0.8
 WATERMARK_MARGIN_MS = 10 * 60_000
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
@@ -236,7 +236,7 @@ class Distiller:
         others were compared by the distill that set it): O(new × all), not O(all²)."""
         import numpy as np
 
-        from memcli.samefact import CONFLICT, compare
+        from memcli.samefact import CONFLICT, merge_verdict
 
         n = len(mems)
         if n < 2:
@@ -276,7 +276,7 @@ class Distiller:
             for c, sim in sorted(near.get(i, {}).items(), key=lambda cs: rank_of[cs[0]]):
                 if taken[c] or mems[c].key is not None:
                     continue
-                verdict = compare(mems[i].content, mems[c].content)
+                verdict = merge_verdict(mems[i].content, mems[c].content)
                 if verdict.relation == CONFLICT:
                     self._conflict(conflicts, mems[i], mems[c], verdict, sim)
                 if verdict.same:

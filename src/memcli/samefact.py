@@ -357,11 +357,16 @@ def compare(keeper: str, member: str) -> Verdict:
     if extra and not missing and _elaboration(a, b, extra, len(b_words) + len(gb)):
         return Verdict(SAME, "the same fact: the first says it at more length (nothing of the second is missing, "
                              "and the first adds no name or value of its own)")
-    if len(missing) == 1 and len(extra) == 1:
-        # one word for another and nothing else: the same sentence about another thing (billing / payments,
-        # alice / bob, the cache / the queue) — a near miss, never the same fact
-        return Verdict(RELATED, "the same words about a different thing",
-                       ((a.shown.get(extra[0], extra[0]), b.shown.get(missing[0], missing[0])),), sure=True)
+    slot = _slot(a.order, b.order)
+    if missing and extra and (slot or len(missing) == len(extra) == 1):
+        # the same sentence with one part said otherwise: about another thing (billing / payments, alice / bob,
+        # the cache / the queue, 华东 / 华南) — a near miss, never the same fact
+        pair = slot or (a.shown.get(extra[0], extra[0]), b.shown.get(missing[0], missing[0]))
+        return Verdict(RELATED, "the same words about a different thing", (pair,), sure=True)
+    names_a, names_b = _names(a, extra), _names(b, missing)
+    if names_a and names_b:
+        # each names something (a capitalised name) the other does not: Postgres / Redis, Flink / Spark
+        return Verdict(RELATED, "they name different things", ((" ".join(names_a), " ".join(names_b)),), sure=True)
     if missing or extra:
         diffs = ((" ".join(a.shown.get(w, w) for w in extra[:6]), " ".join(b.shown.get(w, w) for w in missing[:6])),)
         why = ("they name different things" if missing and extra else
@@ -370,6 +375,32 @@ def compare(keeper: str, member: str) -> Verdict:
         return Verdict(RELATED, why, diffs, sure=False)
     return Verdict(SAME, "the same fact: the same values and words (up to wording, case, punctuation, "
                          "typos and 简/繁 script)")
+
+
+def _slot(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | None:
+    """(a's part, b's part) when the two texts are one sentence with one short part replaced (≤ 4 words or
+    Chinese characters each way, the rest — at least half of it — the same, in the same order)."""
+    from difflib import SequenceMatcher
+
+    ops = [op for op in SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    same = len(a) - (i2 - i1)
+    if i2 - i1 > 4 or j2 - j1 > 4 or same * 2 < max(len(a), len(b)):
+        return None
+    join = "" if all(_CJK_RUN.fullmatch(t) for t in a[i1:i2] + b[j1:j2]) else " "
+    return join.join(a[i1:i2]), join.join(b[j1:j2])
+
+
+def _names(f: Facts, words: list[str]) -> list[str]:
+    """The words among ``words`` written as names (capitalised, not all capitals)."""
+    out = []
+    for w in words:
+        written = f.shown.get(w, "")
+        if written[:1].isupper() and not written.isupper():
+            out.append(written)
+    return out
 
 
 def _elaboration(keeper: Facts, member: Facts, extra: list[str], size: int) -> bool:
@@ -386,6 +417,18 @@ def _elaboration(keeper: Facts, member: Facts, extra: list[str], size: int) -> b
         if kind and kind[0] not in member.poles and kind[1] not in ("all", "every"):  # "every X" generalises
             return False
     return True
+
+
+def merge_verdict(keeper: str, member: str) -> Verdict:
+    """May ``member`` merge into ``keeper``? :func:`compare`, except that a difference a rule finds the other
+    way round is a veto too (an LLM may then not confirm the pair)."""
+    forward = compare(keeper, member)
+    if forward.same or forward.sure:
+        return forward
+    backward = compare(member, keeper)
+    if not backward.same and backward.sure:
+        return Verdict(backward.relation, backward.reason, tuple((y, x) for x, y in backward.differences), True)
+    return forward
 
 
 def same_fact(a: str, b: str) -> Verdict:

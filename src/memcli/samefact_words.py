@@ -100,6 +100,7 @@ _KINDS: dict[str, str] = {
              "jun jul aug sep sept oct nov dec",
     "time_of_day": "morning afternoon evening night nightly midnight noon am pm",
     "period": "hourly daily weekly biweekly fortnightly monthly quarterly yearly annually annual",
+    "time_unit": "second seconds minute minutes hour hours day days week weeks month months year years",
     "timezone": "utc gmt pst pdt est edt cet cest jst ist",
     "semver": "major minor patch",
     "people_role": "owner owns owned maintainer maintains reviewer reviews approver approves author assignee "
@@ -120,7 +121,8 @@ _CANON = {"enabled": "enable", "disabled": "disable", "allowed": "allow", "forbi
           "fri": "friday", "sat": "saturday", "sun": "sunday", "jan": "january", "feb": "february",
           "mar": "march", "apr": "april", "jun": "june", "jul": "july", "aug": "august", "sep": "september",
           "sept": "september", "oct": "october", "nov": "november", "dec": "december", "nightly": "night",
-          "annually": "yearly", "annual": "yearly", "fortnightly": "biweekly", "owns": "owner", "owned": "owner",
+          "annually": "yearly", "annual": "yearly", "fortnightly": "biweekly", "seconds": "second",
+          "minutes": "minute", "hours": "hour", "days": "day", "weeks": "week", "months": "month", "years": "year", "owns": "owner", "owned": "owner",
           "maintains": "maintainer", "reviews": "reviewer", "approves": "approver", "master": "primary",
           "leader": "primary", "slave": "replica", "follower": "replica", "mandatory": "required"}
 POLES: dict[str, tuple[str, str]] = {}
@@ -213,6 +215,7 @@ CJK_POLES: dict[str, dict[str, str]] = {
     "platform": {"安卓": "android", "苹果": "ios", "网页": "web", "桌面": "desktop"},
     "period": {"每天": "daily", "每日": "daily", "每周": "weekly", "每月": "monthly", "每年": "yearly",
                "每小时": "hourly", "每季度": "quarterly", "每晚": "night", "每两周": "biweekly"},
+    "time_unit": {"每秒": "second", "每分钟": "minute", "秒钟": "second", "分钟": "minute", "小时": "hour"},
     "time_of_day": {"上午": "morning", "下午": "afternoon", "晚上": "evening", "凌晨": "night", "夜里": "night",
                     "中午": "noon", "半夜": "midnight"},
     "weekday": {"工作日": "weekday", "周末": "weekend"},

@@ -323,10 +323,10 @@ class MemoryService:
     def _relate(text: str, hits: list[RecallHit]) -> list[RecallHit]:
         """Say of each similar memory whether it states the same fact as ``text`` (memcli.samefact): close in
         meaning is not the same fact ("always" / "never", 30 s / 30 min, staging / production)."""
-        from memcli.samefact import compare
+        from memcli.samefact import merge_verdict
 
         for h in hits:
-            h.relation = compare(h.memory.content, text).item()
+            h.relation = merge_verdict(h.memory.content, text).item()
         return hits
 
     # ------------------------------------------------------------------ read / change / delete

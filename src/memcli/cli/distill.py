@@ -36,8 +36,9 @@ def register(app: typer.Typer) -> None:
         tags: bool = typer.Option(False, "--tags", help="List the distill tags (what --undo can restore)."),
         llm: Optional[bool] = typer.Option(None, "--llm/--no-llm", help="Condense each merged cluster with the "
                                            "configured LLM (default: the config's distill.llm, off)."),
-        threshold: Optional[float] = typer.Option(None, "--threshold", help="Calibrated similarity from which "
-                                                  "memories merge (default 0.90: a paraphrase)."),
+        threshold: Optional[float] = typer.Option(None, "--threshold", help="Calibrated similarity from which two "
+                                                  "memories are compared as candidates (default 0.80); the "
+                                                  "same-fact test decides whether they merge."),
         full: bool = typer.Option(False, "--full", help="Compare every pair of memories, not only pairs with one "
                                   "written or changed since the last run."),
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Only this namespace "
