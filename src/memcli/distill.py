@@ -236,7 +236,7 @@ class Distiller:
         others were compared by the distill that set it): O(new × all), not O(all²)."""
         import numpy as np
 
-        from memcli.samefact import CONFLICT, merge_verdict
+        from memcli.samefact import CONFLICT, RELATED, Verdict, compare, merge_verdict
 
         n = len(mems)
         if n < 2:
@@ -279,6 +279,10 @@ class Distiller:
                 verdict = merge_verdict(mems[i].content, mems[c].content)
                 if verdict.relation == CONFLICT:
                     self._conflict(conflicts, mems[i], mems[c], verdict, sim)
+                if verdict.same and not compare(mems[c].content, mems[i].content).same:
+                    # each must state what the other does (a keeper that says more would lose nothing, but a
+                    # one-way relation makes the clusters depend on the order: a second run would merge more)
+                    verdict = Verdict(RELATED, "the first says more than the second", sure=False)
                 if verdict.same:
                     members.append((c, sim))
                     why[mems[c].id] = verdict.reason

@@ -308,7 +308,23 @@ def _typo(a: str, b: str) -> bool:
 
 def _missing(member: Facts, keeper: Facts, mw: frozenset[str], kw: frozenset[str]) -> list[str]:
     """The member's words the keeper does not have (typos of the keeper's long words count as had)."""
-    return sorted(w for w in mw - kw if not any(_typo(_raw(member, w), _raw(keeper, k)) for k in kw - mw))
+    out = sorted(mw - kw)
+    if not out:
+        return out
+    # typo candidates: the keeper's other words by first letter (a typo keeps the first letter)
+    by_first: dict[str, list[str]] = {}
+    for k in kw - mw:
+        raw = _raw(keeper, k)
+        if len(raw) >= 5:
+            by_first.setdefault(raw[:1], []).append(raw)
+    if not by_first:
+        return out
+    kept = []
+    for w in out:
+        raw = _raw(member, w)
+        if not any(_typo(raw, k) for k in by_first.get(raw[:1], ())):
+            kept.append(w)
+    return kept
 
 
 def _raw(f: Facts, word: str) -> str:
@@ -332,7 +348,7 @@ def compare(keeper: str, member: str) -> Verdict:
     if a.negations % 2 != b.negations % 2:
         value_diffs.append((" ".join(a.negators) or "(no negation)", " ".join(b.negators) or "(no negation)"))
         reasons.append("one says the opposite of the other (a negation on one side only)")
-    swap = _swapped(a.order, b.order)
+    swap = None if value_diffs else _swapped(a.order, b.order)
     if swap:
         value_diffs.append((f"{swap[0]} … {swap[1]}", f"{swap[1]} … {swap[0]}"))
         reasons.append("the same words in exchanged places")

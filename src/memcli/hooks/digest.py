@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from memcli.hooks.render import block, fill
+from memcli.hooks.render import INDEX_TITLE, block, fill, index_lines
 from memcli.models import Memory, now_ms
 from memcli.search import build_where
 
@@ -32,8 +32,10 @@ def rank(importance: float, created_at: int, tags: list[str] | None, now: int) -
 
 
 def session_digest(service: "MemoryService", *, project: str | None, budget: int,
-                   project_only: bool = False, now: int | None = None) -> tuple[str | None, list[str]]:
-    """The digest block and the ids it shows (None when there is nothing to show)."""
+                   project_only: bool = False, now: int | None = None, index_top_k: int = 0,
+                   index_budget: int = 0) -> tuple[str | None, list[str]]:
+    """The digest block and the ids it shows (None when there is nothing to show): the best memories in full,
+    then up to ``index_top_k`` of the next ones as index lines within ``index_budget`` tokens."""
     now = now or now_ms()
     where = build_where(namespace=service.namespace, project=project if project_only else None, now=now)
     rows = service.store.column_values(where, ["id", "project", "importance", "created_at", "tags"])
@@ -55,7 +57,8 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
     mine_m: list[Memory] = [by_id[i] for _, _, i in mine[:CANDIDATES] if i in by_id]
     other_m: list[Memory] = [by_id[i] for _, _, i in other[:CANDIDATES] if i in by_id]
 
-    overhead = len(HEADER) + 200
+    index_chars = 4 * index_budget + 80 if index_top_k > 0 and index_budget > 0 else 0
+    overhead = len(HEADER) + 200 + index_chars
     room = max(0, budget - overhead)
     # this project gets up to 60% when there is something else to show; unused room flows to the rest
     mine_room = room if not other_m else int(room * 0.6)
@@ -63,12 +66,17 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
     other_lines, other_ids, _ = fill(other_m, room - used, now, max_chars=300, show_project=True)
     if not mine_lines and not other_lines:
         return None, []
+    shown = set(mine_ids) | set(other_ids)
+    index, _ = index_lines([m for m in mine_m + other_m if m.id not in shown][:index_top_k],
+                                   index_budget, now) if index_chars else ([], [])
     while True:
         sections = []
         if mine_lines:
             sections.append((f"## This project ({project})", mine_lines))
         if other_lines:
             sections.append(("## Other projects and global" if project else "## Memories", other_lines))
+        if index:
+            sections.append((INDEX_TITLE, index))
         text = block("SessionStart", HEADER, sections, project=project)
         if len(text) <= budget or not (mine_lines or other_lines):
             break
@@ -80,4 +88,5 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
             mine_ids.pop()
     if not mine_lines and not other_lines:
         return None, []
+    # the ids shown in full (an index line's memory may still come in full with a prompt later)
     return text, mine_ids + other_ids

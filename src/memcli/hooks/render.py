@@ -63,3 +63,31 @@ def fill(memories: Sequence[Memory], budget: int, now_ms: int, *, max_chars: int
         ids.append(m.id)
         used += len(line) + 1
     return lines, ids, used
+
+
+INDEX_CHARS = 90  # of the memory's text, on an index line
+INDEX_TITLE = "Maybe related — open one with `memcli get <id>` (or the MCP `get` tool):"
+
+
+def index_line(m: Memory, now_ms: int) -> str:
+    """One compact line for a memory the model may open: ``- [id] its first 90 characters… (age, author)``."""
+    author = m.scope[len("agent:"):] if m.scope.startswith("agent:") else m.source if m.source != "cli" else "you"
+    return f"- [{short_id(m.id)}] {clip(one_line(m.content), INDEX_CHARS)} ({age(m.created_at, now_ms)}, {author})"
+
+
+def index_lines(memories: Sequence[Memory], token_budget: int, now_ms: int) -> tuple[list[str], list[str]]:
+    """As many index lines as fit in ``token_budget`` tokens: (lines, ids)."""
+    from memcli.condense import estimate_tokens
+
+    lines: list[str] = []
+    ids: list[str] = []
+    used = 0
+    for m in memories:
+        line = index_line(m, now_ms)
+        cost = estimate_tokens(line)
+        if used + cost > token_budget:
+            break
+        lines.append(line)
+        ids.append(m.id)
+        used += cost
+    return lines, ids

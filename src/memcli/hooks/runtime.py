@@ -88,7 +88,8 @@ class HookRuntime:
         self.state.prune()
         project = detect_project(payload.get("cwd"))
         text, ids = session_digest(self.get_service(), project=project, budget=self.cfg.session_start_budget,
-                                   project_only=self.cfg.project_only)
+                                   project_only=self.cfg.project_only, index_top_k=self.cfg.index_top_k,
+                                   index_budget=self.cfg.index_budget)
         # a new, cleared or compacted context no longer holds what was injected before; a resumed one does
         self.state.add_injected(session, ids, reset=payload.get("source") != "resume")
         self.last.update(project=project, injected=ids)
@@ -107,12 +108,15 @@ class HookRuntime:
         # for Stop, before anything can fail; redacted: the state file must not keep a secret either
         self.state.set_prompt(session, redact(prompt))
         project = detect_project(payload.get("cwd"))
-        text, ids = prompt_context(self.get_service(), prompt, project=project, budget=self.cfg.prompt_budget,
-                                   top_k=self.cfg.prompt_top_k, min_relevance=self.cfg.min_score,
-                                   exclude=self.state.injected(session), project_only=self.cfg.project_only)
-        if ids:
+        c = self.cfg
+        text, ids, listed = prompt_context(self.get_service(), prompt, project=project, budget=c.prompt_budget,
+                                           top_k=c.prompt_top_k, min_relevance=c.min_score,
+                                           exclude=self.state.injected(session), project_only=c.project_only,
+                                           index_min=c.index_min_score, index_top_k=c.index_top_k,
+                                           index_budget=c.index_budget)
+        if ids:  # shown in full: not again in this session (an index line's memory may still be, in full)
             self.state.add_injected(session, ids)
-        self.last.update(project=project, injected=ids)
+        self.last.update(project=project, injected=ids, listed=listed)
         return output("UserPromptSubmit", text)
 
     def receive_stop(self, payload: dict[str, Any]) -> None:

@@ -1,0 +1,136 @@
+"""The prompt hook's two tiers: a strong match goes in full, the next ones as one index line each (id, the
+memory's start, age, author) within a token budget, with how to open one; an off-topic prompt gets nothing or
+only index lines within that budget; an index line's id opens the memory through `memcli get` and MCP `get`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memcli.condense import estimate_tokens
+from memcli.hooks.inject import compose, prompt_context
+from memcli.hooks.query import hook_query
+from memcli.hooks.render import INDEX_TITLE
+from memcli.service import MemoryService, NewMemory
+
+from test_mcp_clients import call, stdio_session
+
+FACTS = [
+    "The billing service stores invoices in PostgreSQL 16; the primary listens on port 5433.",
+    "Billing invoices are rendered to PDF by the invoice-pdf worker using WeasyPrint.",
+    "The mobile app's feature flags come from Firebase Remote Config.",
+    "On-call rotation for the data platform is managed in PagerDuty schedule DP-PRIMARY.",
+    "The marketing site is a static Astro build deployed to Cloudflare Pages.",
+]
+SETTINGS = {"budget": 3000, "top_k": 5, "min_relevance": 0.55, "index_min": 0.30, "index_top_k": 5,
+            "index_budget": 110}
+
+
+def _ids(text: str | None) -> list[str]:
+    return re.findall(r"- \[([0-9a-f]{8})\]", text or "")
+
+
+@pytest.mark.slow
+def test_five_memories_strong_in_full_weaker_on_an_index_line_offtopic_quiet(real_service: MemoryService) -> None:
+    svc = real_service
+    ids = [r.memory_id for r in svc.remember_many([NewMemory(content=f, agent="codex") for f in FACTS])]
+    text, full, listed = prompt_context(svc, "which port does the billing postgres primary listen on?",
+                                        project=None, **SETTINGS)
+    assert full[:1] == [ids[0]] and ids[0] not in listed
+    assert text and FACTS[0] in text  # in full
+    # the other billing memory is related, not the answer: an index line at most, never in full
+    assert ids[1] not in full
+    if listed:
+        lines = text.split(INDEX_TITLE)[1].strip().splitlines()
+        assert estimate_tokens("\n".join(lines[:-1])) <= SETTINGS["index_budget"]
+        assert all(len(line) < 150 and "codex" in line for line in lines if line.startswith("- ["))
+    quiet, qfull, qlisted = prompt_context(svc, "what's a good recipe for banana bread?", project=None, **SETTINGS)
+    assert qfull == []
+    assert quiet is None or estimate_tokens(quiet) <= SETTINGS["index_budget"] + 60
+
+
+def test_compose_tiers_and_budget(service: MemoryService) -> None:
+    """The composition itself, with relevances set by hand: full ≥ min_relevance, index ≥ index_min, token budget."""
+    from memcli.hooks.inject import Scored
+    from memcli.models import RecallHit
+
+    mems = [service.get(r.memory_id) for r in service.remember_many(
+        [NewMemory(content=f"fact number {i}: " + "word " * 40, agent="codex") for i in range(8)])]
+    scored = [Scored(RecallHit(memory=m, score=1 - i / 10), rel, None, None)
+              for i, (m, rel) in enumerate(zip(mems, [0.9, 0.6, 0.5, 0.45, 0.4, 0.35, 0.2, 0.1]))]
+    text, full, listed = compose(scored, project=None, budget=3000, top_k=5, min_relevance=0.55, index_min=0.30,
+                                 index_top_k=5, index_budget=80)
+    assert full == [mems[0].id, mems[1].id]
+    assert listed and set(listed) <= {m.id for m in mems[2:6]} and listed == [m.id for m in mems[2:2 + len(listed)]]
+    index_part = text.split(INDEX_TITLE)[1]
+    assert estimate_tokens(index_part) <= 80 + 10 and "memcli get" in text
+    assert all(len(line.split("] ", 1)[1].split(" (")[0]) <= 91 for line in index_part.splitlines() if "- [" in line)
+    none = compose(scored[6:], project=None, budget=3000, top_k=5, min_relevance=0.55, index_min=0.30,
+                   index_top_k=5, index_budget=80)
+    assert none == (None, [], [])
+    only_index = compose(scored[2:], project=None, budget=3000, top_k=5, min_relevance=0.55, index_min=0.30,
+                         index_top_k=2, index_budget=200)
+    assert only_index[1] == [] and len(only_index[2]) == 2 and "notes that may relate" in only_index[0]
+
+
+def test_a_1000_memory_store_and_the_index_id_opens_through_cli_and_mcp(
+        service: MemoryService, memcli_bin: str, subprocess_env: dict[str, str]) -> None:
+    svc = service  # the hash embedder: shared words are the evidence
+    svc.remember_many([NewMemory(content=f"routine note {i} about service {i % 37} and queue {i % 11}")
+                       for i in range(995)])
+    ids = [r.memory_id for r in svc.remember_many([NewMemory(content=f, agent="codex") for f in FACTS])]
+    text, full, listed = prompt_context(svc, "billing invoices PostgreSQL primary port", project=None,
+                                        budget=3000, top_k=5, min_relevance=0.55, index_min=0.05, index_top_k=5,
+                                        index_budget=110)
+    shown = full + listed
+    assert ids[0] in shown and listed, text
+    short = _ids(text)[-1]
+    assert any(i.endswith(short) or i.replace("-", "").endswith(short) for i in listed)
+    got = subprocess.run([memcli_bin, "get", short, "--json"], env=subprocess_env, capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    opened = json.loads(got.stdout)
+    assert opened["memory_id"] in listed
+
+    async def via_mcp() -> dict:
+        async with stdio_session(memcli_bin, subprocess_env) as session:
+            return await call(session, "get", memory_id=short)
+
+    assert asyncio.run(via_mcp())["memory_id"] == opened["memory_id"]
+
+
+def test_the_query_of_a_long_noisy_prompt_is_its_question_and_identifiers() -> None:
+    prompt = ("I'm getting this when I run the migration:\n\nTraceback (most recent call last):\n"
+              '  File "manage.py", line 22, in <module>\n    main()\n'
+              "django.db.utils.OperationalError: could not connect to server: Connection refused\n"
+              '    Is the server running on host "localhost" (127.0.0.1) and accepting connections on port 5433?\n\n'
+              "which port does the billing postgres listen on locally? I thought it was 5432.")
+    q = hook_query(prompt)
+    assert "which port does the billing postgres listen on locally?" in q
+    assert "5433" in q and "Traceback" not in q and 'File "manage.py"' not in q and len(q) < len(prompt)
+    assert hook_query("short prompt about ports") == "short prompt about ports"
+
+
+def test_session_start_digest_has_the_same_tiers(service: MemoryService) -> None:
+    from memcli.hooks.digest import session_digest
+
+    service.remember_many([NewMemory(content=f"decision {i}: " + "detail " * 30, project="atlas", importance=0.9 - i / 100)
+                           for i in range(30)])
+    text, ids = session_digest(service, project="atlas", budget=1500, index_top_k=5, index_budget=110)
+    assert text and ids and INDEX_TITLE in text
+    listed = _ids(text.split(INDEX_TITLE)[1])
+    assert listed and not {i[-8:] for i in ids} & set(listed)  # index lines are the next ones, not repeats
+    assert len(text) <= 1500 + 4 * 110 + 200
+
+
+def test_hooks_settings_are_read_from_config(home: Path) -> None:
+    from memcli.config import load_config
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[hooks]\nindex_min_score = 0.4\nindex_top_k = 2\nindex_budget = 50\n")
+    h = load_config(home).hooks
+    assert (h.index_min_score, h.index_top_k, h.index_budget) == (0.4, 2, 50)
