@@ -236,11 +236,12 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
         for o in data["offtopic"]:
             off_scored.append((o, scored_of(o["prompt"])))
 
-        def evaluate(index_min: float | None, index_top_k: int, index_budget: int) -> dict[str, Any]:
+        def evaluate(index_min: float | None, index_top_k: int, index_budget: int,
+                     min_score: float | None = None) -> dict[str, Any]:
             def run(sc: list[Any]) -> tuple[str | None, list[str], list[str]]:
                 return compose(sc, project=None, budget=h.prompt_budget, top_k=h.prompt_top_k,
-                               min_relevance=h.min_score, index_min=index_min, index_top_k=index_top_k,
-                               index_budget=index_budget)
+                               min_relevance=h.min_score if min_score is None else min_score,
+                               index_min=index_min, index_top_k=index_top_k, index_budget=index_budget)
 
             full = reach = 0
             misses = []
@@ -264,6 +265,14 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
                     "offtopic_any": off_any / len(off_scored), "offtopic_tokens": statistics.mean(tokens),
                     "misses": misses[:10]}
 
+        if dump is not None:  # each prompt's candidates, for tuning the tiers offline
+            def rows(sc: list[Any], gold: set[str]) -> list[list[Any]]:
+                return [[af_of.get(s.hit.memory.id) in gold, round(s.relevance, 4), round(s.hit.score, 4),
+                         len(s.hit.memory.content)] for s in sc]
+
+            signals[f"candidates-{size}"] = {
+                "answerable": [rows(sc, set(q["relevant"])) for q, sc in ans_scored],
+                "offtopic": [rows(sc, set()) for _, sc in off_scored]}
         r = evaluate(h.index_min_score, h.index_top_k, h.index_budget)
         r.update(answerable=len(answerable), top5=top5 / max(1, len(answerable)), p50_ms=statistics.median(lat))
         results[str(size)] = r
@@ -272,11 +281,13 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
               f"{r['top5']:.0%}; off-topic: full text {r['offtopic_full']:.0%}, anything {r['offtopic_any']:.0%}, "
               f"mean {r['offtopic_tokens']:.0f} tokens; candidates p50 {r['p50_ms']:.0f} ms (in-process)", flush=True)
         if sweep:
-            for imin in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45):
-                for k in (3, 5, 8):
-                    e = evaluate(imin, k, 10_000)
-                    print(f"        index_min {imin:.2f} top {k}: reach {e['reach']:.0%}, off-topic anything "
-                          f"{e['offtopic_any']:.0%}, mean {e['offtopic_tokens']:.0f} tokens")
+            for ms in (0.55, 0.65, 0.75, 0.85):
+                for imin in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45):
+                    for k in (3, 5):
+                        e = evaluate(imin, k, h.index_budget, ms)
+                        print(f"        min_score {ms:.2f} index_min {imin:.2f} top {k}: reach {e['reach']:.0%} "
+                              f"(full {e['full']:.0%}), off-topic full {e['offtopic_full']:.0%}, anything "
+                              f"{e['offtopic_any']:.0%}, mean {e['offtopic_tokens']:.0f} tokens")
         if dump is not None:
             signals[str(size)] = {"answerable": [{"q": q["question"], "relevant": q["relevant"],
                                                   **trace(q["question"])} for q in answerable],

@@ -284,6 +284,30 @@ def test_llm_condensation_within_its_budget(service: MemoryService, fake_llm: st
     assert service.get(ids["c"]).content == FACT[2]
 
 
+def test_an_llm_may_confirm_what_the_rules_are_unsure_of_never_what_they_veto(service: MemoryService,
+                                                                             fake_llm: str) -> None:
+    owns = service.remember("The mobile team owns the push notification templates.", agent="codex").memory_id
+    belong = service.remember("Push notification templates belong to the mobile team.", agent="gemini").memory_id
+    always = service.remember("Always run database migrations during business hours", agent="codex").memory_id
+    never = service.remember("Never run database migrations during business hours", agent="gemini").memory_id
+    llm = LlmSettings(provider="openai", base_url=fake_llm + "/v1", token_budget=5000)
+    FakeLlm.answer = "DIFFERENT"
+    try:
+        plan = service.distill_plan(DistillOptions(threshold=0.01, llm=llm))
+        assert plan.merge == [] and FakeLlm.requests  # asked, and the model did not confirm: no merge
+        asked = json.dumps([r["body"] for r in FakeLlm.requests])
+        assert "push notification" in asked and "migrations" not in asked  # a vetoed pair is never asked
+        assert {tuple(c["ids"]) for c in plan.conflicts} == {(never, always)}
+        FakeLlm.answer, FakeLlm.requests = "SAME", []
+        plan = service.distill_plan(DistillOptions(threshold=0.01, llm=llm))
+        assert [(m.keep, m.merge) for m in plan.merge] in ([(owns, [belong])], [(belong, [owns])])
+        assert "confirmed by the LLM" in next(iter(plan.merge[0].why.values()))
+        assert "migrations" not in json.dumps([r["body"] for r in FakeLlm.requests])
+        assert service.distill_plan(DistillOptions(threshold=0.01)).merge == []  # no LLM: the rules alone
+    finally:
+        FakeLlm.answer = "Billing runs on PostgreSQL 16 (chosen for JSONB) — condensed"
+
+
 # ------------------------------------------------------------------------------------------ CLI
 def test_cli_plan_apply_tags_undo_and_include_archived(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     svc = MemoryService.open(load_config(home))

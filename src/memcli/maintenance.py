@@ -200,6 +200,11 @@ class IndexMaintenance:
 
         return self.facts.get("sole_ns", compute)
 
+    def size_hint(self) -> int:
+        """How many memories the table holds (all namespaces: the keyword index's statistics are the whole
+        table's), kept for a few seconds."""
+        return int(self.facts.get("rows", lambda: self.table.count_rows()))
+
     def importance_varies(self) -> bool:
         """Whether any memory has another importance than the default 0.5. Used only to bound boosts."""
         return bool(self.facts.get("importance", lambda: self.count("importance IS NULL OR importance != 0.5") > 0))
@@ -227,6 +232,8 @@ class IndexMaintenance:
 
     def after_write(self, rows: list[dict[str, Any]] | None = None) -> None:
         # what this process just wrote is seen at once; an update (no rows) may change importance or project
+        if rows:
+            self.facts.forget("rows")
         if rows and any(r.get("context") for r in rows):
             self.facts.forget("context")
         if rows and any(r.get("expires_at") is not None for r in rows):

@@ -36,6 +36,7 @@ from memcli.samefact_words import (  # noqa: I001
 )
 
 SAME, CONFLICT, RELATED = "same", "conflict", "related"
+UNRELATED = 0.15  # below this share of words in common two texts are about different things (random pairs: <0.15)
 
 _CJK = r"\u3400-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -383,6 +384,11 @@ def compare(keeper: str, member: str) -> Verdict:
     if names_a and names_b:
         # each names something (a capitalised name) the other does not: Postgres / Redis, Flink / Spark
         return Verdict(RELATED, "they name different things", ((" ".join(names_a), " ".join(names_b)),), sure=True)
+    shared = len(a_words & b_words) + len(ga & gb) + len(a.specifics & b.specifics)
+    union = len(a_words | b_words) + len(ga | gb) + len(a.specifics | b.specifics)
+    if union and shared / union < UNRELATED:
+        # hardly a word in common: two facts about different things, not two wordings an LLM might confirm
+        return Verdict(RELATED, "they are about different things", sure=True)
     if missing or extra:
         diffs = ((" ".join(a.shown.get(w, w) for w in extra[:6]), " ".join(b.shown.get(w, w) for w in missing[:6])),)
         why = ("they name different things" if missing and extra else

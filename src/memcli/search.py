@@ -36,6 +36,11 @@ class SearchOptions:
     importance_weight: float = 0.05
     project_weight: float = 0.03
     mode: str = "hybrid"  # hybrid | vector | text
+    # keyword evidence counts fully from a store of this many memories; below it, BM25 over a handful of
+    # documents is noise (every word is rare), so its weight shrinks with the log of the store's size, down to
+    # nothing at ``keyword_min_size`` (bench/agentfacts.py --small; 0 turns this off)
+    keyword_full_size: int = 200
+    keyword_min_size: int = 10
 
 
 def build_where(
@@ -110,13 +115,21 @@ def coverage(text_hits: list[tuple[Key, float]], text_ideal: float | None) -> fl
     return min(1.0, max(s for _, s in text_hits) / text_ideal)
 
 
+def keyword_trust(size: int | None, opts: SearchOptions) -> float:
+    """0..1: how far keyword evidence can be trusted in a store of ``size`` memories (see SearchOptions)."""
+    if size is None or opts.keyword_full_size <= 0 or size >= opts.keyword_full_size:
+        return 1.0
+    lo, hi = math.log(max(1, opts.keyword_min_size)), math.log(opts.keyword_full_size)
+    return max(0.0, min(1.0, (math.log(max(1, size)) - lo) / (hi - lo))) if hi > lo else 1.0
+
+
 def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key, float]],
               text_hits: list[tuple[Key, float]], opts: SearchOptions,
-              text_ideal: float | None = None) -> dict[Key, Relevance]:
+              text_ideal: float | None = None, size: int | None = None) -> dict[Key, Relevance]:
     """Convex min-max fusion of the three lists ((key, score) pairs, best first), the keyword list scaled by
-    its :func:`coverage` of the query."""
-    lists = {"text": (text_hits, opts.text_weight), "vector": (vector_hits, opts.vector_weight),
-             "context": (context_hits, opts.context_weight)}
+    its :func:`coverage` of the query, its weight by :func:`keyword_trust` of the store's ``size``."""
+    lists = {"text": (text_hits, opts.text_weight * keyword_trust(size, opts)),
+             "vector": (vector_hits, opts.vector_weight), "context": (context_hits, opts.context_weight)}
     active = {name: (h, w) for name, (h, w) in lists.items() if h and w > 0}
     total_w = sum(w for _, w in active.values()) or 1.0
     norms = {name: _minmax(h) for name, (h, _) in active.items()}

@@ -281,7 +281,8 @@ class MemoryService:
         cands = self.store.search(text=query if mode != "vector" else None, vector=qvec, where=where, k=n,
                                   context=context)
         ctx_hits = cands.context if context else cands.vector if mode == "hybrid" else []
-        rel = relevance(cands.vector, ctx_hits, cands.text, self.search, cands.text_ideal)
+        rel = relevance(cands.vector, ctx_hits, cands.text, self.search, cands.text_ideal,
+                        size=self.store.size_hint() if cands.text else None)
         # Only the candidates that can still win once boosts are added are read (in one take: at 100k rows
         # here reading 40 whole rows cost 3.3 ms, reading them light and the winners whole after 4+ ms).
         span = boost_span(self.search, importance_varies=self.store.importance_varies(),

@@ -78,8 +78,10 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         """Store a memory that every agent of this user can recall later (by meaning or keyword, any language).
 
         Use it for durable knowledge: decisions and their reasons, fixes, conventions, preferences, facts about
-        the project or the user. Exact repeats are not stored twice (the existing id is returned); similar
-        memories are listed in `duplicate_of`. Returns {"ok", "memory_id", "duplicate_of", "created", "updated"}.
+        the project or the user. Exact repeats are not stored twice (the existing id is returned); memories that
+        state the same fact are listed in `duplicate_of`; similar memories that state another value (a
+        change: "conflict") or another fact ("related") are listed in `related` with what differs. Returns
+        {"ok", "memory_id", "duplicate_of", "related", "created", "updated"}.
         """
         res = run("remember", content, tags=tags, agent=agent, importance=importance,
                   key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE)
@@ -127,7 +129,10 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
                                                  "memory counts as a duplicate; default: the configured one.")] = None,
         namespace: Namespace = None,
     ) -> CallToolResult:
-        """Is this content already remembered (exactly, or nearly)? Returns {"is_duplicate", "similar": [...]}."""
+        """Is this fact already remembered? `is_duplicate` only when a memory states the same fact; each similar
+        memory says how it relates: "same", "conflict" (same subject, another value: you are recording a
+        change, not a repeat) or "related", with the differing words. Returns {"is_duplicate", "similar": [{...,
+        "relation", "reason", "differences"}]}."""
         res = run("check_duplicate", content, threshold=threshold, namespace=namespace)
         return json_result(res.item())
 
