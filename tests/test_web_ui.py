@@ -371,6 +371,26 @@ def test_browser_distill_plan_lists_merges_and_conflicts_with_their_texts(page: 
     assert {ids["conflict_new"], ids["conflict_old"]} <= {h["memory_id"] for h in hits}
 
 
+def test_browser_a_long_plan_shows_its_first_items_and_the_rest_on_request(page: object, api: httpx.Client) -> None:
+    ns = "dl-" + uuid.uuid4().hex[:8]
+    services = ["billing", "payments", "search", "checkout", "upload", "invoices", "ledger", "reports", "mailer",
+                "gateway", "auth", "profile", "catalog", "pricing", "inventory", "shipping", "returns", "reviews",
+                "loyalty", "coupons", "exports", "imports", "webhooks", "scheduler", "notifier", "archiver", "tagger",
+                "indexer"]
+    batch = [{"content": f"The {svc} worker retries a failed job {n} times.", "agent": agent, "namespace": ns}
+             for svc in services for n, agent in ((3, "codex"), (5, "claude-code"))]
+    api.post("/api/memories/batch", json=batch).raise_for_status()
+    n = len(api.get("/api/distill/plan", params={"namespace": ns}).json()["plan"]["conflicts"])
+    assert n > 25
+    pg = page  # type: ignore[assignment]
+    wc.switch_namespace(pg, ns, api.get("/api/memories", params={"namespace": ns, "limit": 1}).json()[0]["memory_id"])
+    wc.show_plan(pg)
+    items = "#distill-out li.conflict-item"
+    assert pg.locator(items).count() == 25 and f"Conflicts ({n})" in pg.text_content("#distill-out")  # type: ignore[attr-defined]
+    pg.click(f"#distill-out .plan-more:text('Show all {n}')")  # type: ignore[attr-defined]
+    assert pg.locator(items).count() == n  # type: ignore[attr-defined]
+
+
 def test_browser_undo_asks_first_shows_the_changes_and_keeps_later_writes(page: object, api: httpx.Client) -> None:
     """Apply in the web view; then a memory written into another namespace (and one into this one) and a tag
     edit of a merged memory; Undo shows what it will change and changes nothing until confirmed; confirmed,

@@ -71,6 +71,19 @@ function conflictItem(c) {
     order.map((o, i) => planMemory(o.id, { role: i === 0 ? "newer" : "older", author: o.author })));
 }
 
+const PLAN_SHOWN = 25; // items a section shows at first; the rest behind a button (a large home lists hundreds)
+
+/** A section's list: the first PLAN_SHOWN items, and a button that shows the rest. */
+function planList(cls, items, render) {
+  const ul = el("ul", { class: "plan-list " + cls }, items.slice(0, PLAN_SHOWN).map(render));
+  if (items.length <= PLAN_SHOWN) return ul;
+  const more = el("button", { type: "button", class: "ghost plan-more", onclick: () => {
+    more.remove();
+    ul.append(...items.slice(PLAN_SHOWN).map(render));
+  } }, `Show all ${items.length}`);
+  return el("div", {}, ul, more);
+}
+
 async function showPlan() {
   let data;
   try {
@@ -91,19 +104,19 @@ async function showPlan() {
   const reasons = plan.reasons || {};
   if (archive.length) {
     out.append(el("h3", {}, `Archive (${archive.length})`),
-               el("ul", { class: "plan-list" }, ids(archive).map((id) => el("li", {}, planMemory(id, { note: "expired" })))));
+               planList("archive", ids(archive), (id) => el("li", {}, planMemory(id, { note: "expired" }))));
   }
-  if (merge.length) out.append(el("h3", {}, `Merge (${merge.length})`), el("ul", { class: "plan-list" }, merge.map(mergeGroup)));
+  if (merge.length) out.append(el("h3", {}, `Merge (${merge.length})`), planList("merges", merge, mergeGroup));
   if (promote.length) {
     out.append(el("h3", {}, `Promote to global (${promote.length})`),
-               el("ul", { class: "plan-list" }, ids(promote).map((id) => el("li", {},
-                 planMemory(id, { note: reasons[id] ? "why: " + reasons[id] : null })))));
+               planList("promotions", ids(promote), (id) => el("li", {},
+                 planMemory(id, { note: reasons[id] ? "why: " + reasons[id] : null }))));
   }
   if (conflicts.length) {
     out.append(el("h3", { class: "conflicts-h" }, `Conflicts (${conflicts.length})`),
                el("p", { class: "muted" }, "The same subject with different values. Never merged: check which " +
                                            "is true, then edit or forget the other."),
-               el("ul", { class: "plan-list conflicts" }, conflicts.map(conflictItem)));
+               planList("conflicts", conflicts, conflictItem));
   }
   const empty = !archive.length && !merge.length && !promote.length;
   if (empty && !conflicts.length) out.append(el("p", { class: "muted" }, "Nothing to do: the memory is already distilled."));
