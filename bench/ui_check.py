@@ -7,7 +7,9 @@ Starts a real `memcli serve` (hash embedder unless --embedder local) on a fresh 
 memories from three agents (claude-code, codex, openclaw) about three projects over three weeks, signs in
 through a one-time code as `memcli ui` does, and runs the same checks as tests/test_web_ui.py: the code
 works once, the sidebar counts, search finds a memory (with its explanation), an edit saves, a stale edit
-shows the conflict, forget removes, XSS content renders as text, the distill panel shows the server's plan. Then it times
+shows the conflict, forget removes, XSS content renders as text, the distill panel shows the server's plan
+(merges with their texts, conflicts), undo previews its changes and keeps later writes, a 360 px phone screen
+never scrolls sideways. Then it times
 
 - page load: a fresh browser context opening the one-time link → sign-in exchange → the first complete
   render (sidebar, list, chart);
@@ -114,10 +116,40 @@ def main() -> int:
             wc.search(page, wc.FACTS[8][2][:60], gone)
             wc.forget(page, gone)
             check("forget removes it", api.get(f"/api/memories/{gone}").status_code == 404)
-            page.click("#distill-plan")
-            page.wait_for_selector("#distill-out h3, #distill-out p.muted")
-            check("distill panel shows the plan", "not available" not in (page.text_content("#distill-status") or ""))
+            dist = wc.seed_distill(api, "default")
+            page.click("#clear-search")  # back to the newest memories, where the new ones are
+            page.wait_for_selector(f"#list .mem[data-id='{dist['xss'][1]}']")
+            out = wc.show_plan(page)
+            merged_texts = page.eval_on_selector_all("#distill-out li.merge-group .pm-text", "els => els.length")
+            check("distill panel shows the plan: each merge with its texts and why",
+                  "[object" not in out and "Merge (" in out and merged_texts >= 4
+                  and page.locator("#distill-out .merge-group .pm-why").count() >= 2, out[:120])
+            conflict = page.text_content("#distill-out li.conflict-item") or ""
+            check("a contradiction is listed as a conflict, newest first, never merged",
+                  conflict.index(wc.CONFLICT[1]) < conflict.index(wc.CONFLICT[0]) and "30 minutes ↔ 30 seconds" in conflict)
+            page.click("#distill-apply")
+            page.click("#distill-confirm-yes")
+            page.wait_for_selector("#distill-out .msg.ok")
+            later = api.post("/api/memories", json={"content": "written after the run", "namespace": "elsewhere"})
+            page.click("#distill-undo-btn")
+            page.wait_for_selector("#distill-undo-confirm:not([hidden])")
+            preview = page.locator("#distill-undo-list li.undo-change").count()
+            page.click("#distill-undo-yes")
+            page.wait_for_selector("#distill-out .msg.ok:text('Restored')")
+            check("undo shows its changes first, then keeps a later write",
+                  preview >= 2 and api.get(f"/api/memories/{later.json()['memory_id']}").status_code == 200,
+                  f"{preview} changes previewed")
             check("no script errors on the page", not errors, "; ".join(errors))
+            phone = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True)
+            pp = phone.new_page()
+            wc.login(pp, srv.url, wc.mint_code(api))
+            widths = [wc.page_width(pp)]
+            wc.search(pp, "E4021 ingress", ids[wc.FACTS[7][2]])
+            widths.append(wc.page_width(pp))
+            wc.show_plan(pp)
+            widths.append(wc.page_width(pp))
+            check("usable at 360 px: the page never scrolls sideways", max(widths) <= 360, f"widths {widths}")
+            phone.close()
 
             if args.screenshot:
                 shot = browser.new_context(viewport={"width": 1400, "height": 900}, device_scale_factor=1)

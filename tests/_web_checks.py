@@ -197,29 +197,59 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - t0
 
 
-def contract_routes(context: Any, ids: list[str], calls: list[str]) -> None:
-    """Answer /api/distill/* in this browser context as the distill branch's REST contract says (until that
-    branch is merged this server has no such routes; the page's side of the contract is what is checked)."""
-    import json
+# A home's distill material: a fact two agents hold (merged), a contradiction (listed, never merged) and an XSS
+# text two agents hold (merged: its text must stay text in the plan).
+SAME_FACT = "The staging database is restored from the nightly snapshot at 02:00 UTC every day."
+CONFLICT = ("The request timeout of the billing API is 30 seconds.", "The request timeout of the billing API is 30 minutes.")
 
-    tag = "distill-20261201T080000Z"
-    plan = {"plan": {"archive": [ids[0]], "merge": [{"keep": ids[1], "merge": [ids[2], ids[3]],
-                                                     "content": XSS, "namespace": "default"}],
-                     "promote": [ids[4]]},
-            "counts": {"archive": 1, "merge": 2, "promote": 1}}
-    answers = {("GET", "/api/distill/tags"): {"tags": [tag]},
-               ("GET", "/api/distill/plan"): plan,
-               ("POST", "/api/distill/apply"): {"ok": True, "tag": tag, "counts": plan["counts"]},
-               ("POST", "/api/distill/undo"): {"ok": True, "restored": tag}}
 
-    def handle(route: Any) -> None:
-        req = route.request
-        path = "/" + req.url.split("/", 3)[3].split("?")[0]
-        calls.append(f"{req.method} {path} {req.post_data or ''}".strip())
-        body = answers.get((req.method, path))
-        if body is None:
-            route.fulfill(status=404, content_type="application/json", body='{"ok": false, "code": "not_found"}')
-        else:
-            route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+def seed_distill(api: httpx.Client, namespace: str) -> dict[str, Any]:
+    """Write the distill material into ``namespace`` (older first); returns the ids by role."""
+    now = int(time.time() * 1000)
+    rows = [(SAME_FACT, "codex"), (SAME_FACT.lower().rstrip("."), "gemini"), (CONFLICT[0], "codex"),
+            (CONFLICT[1], "claude-code"), (XSS, "codex"), (XSS, "openclaw")]
+    batch = [{"content": c, "agent": a, "namespace": namespace, "created_at": now - (len(rows) - i) * 60_000}
+             for i, (c, a) in enumerate(rows)]
+    r = api.post("/api/memories/batch", json=batch)
+    r.raise_for_status()
+    ids = [res["memory_id"] for res in r.json()["results"]]
+    return {"same": ids[0:2], "conflict_old": ids[2], "conflict_new": ids[3], "xss": ids[4:6]}
 
-    context.route("**/api/distill/**", handle)
+
+def switch_namespace(page: Any, namespace: str, expect_id: str) -> None:
+    """Reload the sidebar (a namespace written since the page loaded), select ``namespace`` and wait for its
+    list (``expect_id`` on screen)."""
+    page.click("#refresh")
+    page.click(f".ns-item[data-ns='{namespace}']")
+    page.wait_for_selector(f".ns-item.selected[data-ns='{namespace}']")
+    page.wait_for_selector(f"#list .mem[data-id='{expect_id}']")
+
+
+def show_plan(page: Any) -> str:
+    """Show the distill plan of the namespace on screen; returns the panel's text."""
+    page.evaluate("document.getElementById('distill-out').replaceChildren()")
+    page.click("#distill-plan")
+    page.wait_for_selector("#distill-out p.counts")
+    return page.text_content("#distill-out") or ""
+
+
+def page_width(page: Any) -> int:
+    """How wide the page scrolls (a phone's screen is 360 px: anything wider scrolls sideways)."""
+    return int(page.evaluate("document.scrollingElement.scrollWidth"))
+
+
+def off_screen(page: Any, selectors: list[str]) -> list[str]:
+    """The controls among ``selectors`` that a person cannot reach: hidden, or (once scrolled to) not wholly
+    inside the viewport's width."""
+    out = []
+    width = page.viewport_size["width"]
+    for sel in selectors:
+        loc = page.locator(sel).first
+        if not loc.is_visible():
+            out.append(f"{sel} (not visible)")
+            continue
+        loc.scroll_into_view_if_needed()
+        box = loc.bounding_box()
+        if box is None or box["x"] < 0 or box["x"] + box["width"] > width + 0.5:
+            out.append(f"{sel} at {box}")
+    return out

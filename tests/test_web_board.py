@@ -67,17 +67,22 @@ def seeded(api: httpx.Client) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def page(server: ServerProc, api: httpx.Client, seeded: dict[str, Any]) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
+    with wc.browser_or_skip() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def page(browser: Any, server: ServerProc, api: httpx.Client, seeded: dict[str, Any]) -> Iterator[Any]:
     """One signed-in page on the Board tab of the seeded namespace."""
-    with wc.browser_or_skip() as browser:
-        ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-        pg = ctx.new_page()
-        pg.errors = []
-        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-        wc.login(pg, server.url, wc.mint_code(api), seeded["ns"])
-        open_board(pg)
-        yield pg
-        ctx.close()
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = ctx.new_page()
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    wc.login(pg, server.url, wc.mint_code(api), seeded["ns"])
+    open_board(pg)
+    yield pg
+    ctx.close()
 
 
 def open_board(pg: Any) -> None:
@@ -171,6 +176,10 @@ def test_move_records_a_memory_shown_in_the_memory_list(page: Any, api: httpx.Cl
     assert api.get(f"/api/board/tasks/{task_id}", params={"namespace": seeded["ns"]}).json()["status"] == "review"
     assert column_of(page, task_id) == "review" and page.text_content("#c-status").startswith("review")
     memory_id = page.get_attribute("#c-msg button[data-memory]", "data-memory")
+    # the panel keeps the card's memories: the linked one, and the move's own (tagged with the card's id)
+    assert "The upload test fails on files over 2 GiB" in page.text_content(f"#c-mems li[data-id='{seeded['memory']}']")
+    assert "doing → review: tests pass on 3 GiB files" in page.text_content(f"#c-mems li[data-id='{memory_id}']")
+    assert page.text_content("#c-mem-count") == "2" == str(page.locator("#c-mems li[data-id]").count())
     page.click("#tab-memories")
     item = page.wait_for_selector(f"#list .mem[data-id='{memory_id}']")
     assert f'moved {task_id} "Fix the upload test" doing → review: tests pass on 3 GiB files' in item.text_content()
@@ -215,3 +224,26 @@ def test_run_a_configured_job_and_see_its_result(page: Any, seeded: dict[str, An
     assert f"checking {task_id}" in page.text_content("#c-run-info pre.log")
     page.wait_for_selector(f".board-card[data-id='{task_id}'] .job-succeeded")
     assert page.errors == []
+
+
+def test_board_on_a_phone(browser: Any, server: ServerProc, api: httpx.Client, seeded: dict[str, Any]) -> None:
+    """At 360×740 the board never scrolls the page sideways: its columns scroll in their own box (the last one
+    reachable), and a card's panel (move, memories) fits the screen."""
+    ctx = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
+    try:
+        pg = ctx.new_page()
+        wc.login(pg, server.url, wc.mint_code(api), seeded["ns"])
+        open_board(pg)
+        assert wc.page_width(pg) <= 360
+        cols = pg.locator("#board-cols")
+        assert cols.evaluate("e => e.scrollWidth > e.clientWidth")  # five columns: they scroll in the box
+        cols.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+        last = pg.locator(".board-col[data-status='done']")
+        box, frame = last.bounding_box(), cols.bounding_box()
+        assert box["x"] + box["width"] <= frame["x"] + frame["width"] + 1  # the last column scrolled into view
+        open_card(pg, seeded["ids"]["upload"])
+        assert wc.page_width(pg) <= 360
+        assert not wc.off_screen(pg, ["#c-to", "#c-reason", "#c-move", "#c-close", "#board-new", "#tab-memories"])
+        assert "The upload test fails on files over 2 GiB" in pg.text_content("#c-mems")
+    finally:
+        ctx.close()

@@ -66,9 +66,11 @@ def test_page_and_static_files_are_served_without_the_token(anon: httpx.Client) 
     for name, ctype in (("app.js", "text/javascript"), ("app.css", "text/css"), ("favicon.svg", "image/svg+xml")):
         f = anon.get(f"/static/{name}")
         assert f.status_code == 200 and f.headers["content-type"].startswith(ctype) and f.content
-    js = anon.get("/static/app.js").text
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
-        assert sink not in js  # memory text is only ever set as text
+    for script in ("app.js", "distill.js"):
+        assert f'<script src="/static/{script}"' in r.text
+        js = anon.get(f"/static/{script}").text
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in js  # memory text is only ever set as text
     assert anon.get("/static/nope.js").status_code == 404
     assert anon.get("/static/..%2Fapp.py").status_code in (401, 404)
     # the data is not public: every API route still needs the token or a session
@@ -275,7 +277,10 @@ def test_browser_search_finds_a_memory_with_its_explanation(page: object, seeded
     assert "Search results" in page.text_content("#list-title")  # type: ignore[attr-defined]
     hit = page.locator(f"#list .mem[data-id='{target}']")  # type: ignore[attr-defined]
     hit.locator("details.explain summary").click()
-    assert "bm25" in hit.locator("details.explain").text_content()
+    # in plain words, beside the raw numbers
+    assert hit.locator(".why-plain").text_content().startswith("Matched the words E4021, ingress")
+    raw = dict(hit.locator("details.explain tr").evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))"))
+    assert raw["matched_words"] == "E4021, ingress" and float(raw["bm25"]) > 0 and "similarity" in raw
     page.click("#clear-search")  # type: ignore[attr-defined]
     page.wait_for_selector("#list-title:text('Newest memories')")  # type: ignore[attr-defined]
 
@@ -318,53 +323,160 @@ def test_browser_forget_removes_it(page: object, api: httpx.Client, seeded: dict
                            arg=str(before - 1))
 
 
-def test_browser_distill_panel_plans_applies_and_undoes_on_the_real_server(page: object, api: httpx.Client,
-                                                                          seeded: dict) -> None:
-    """Two agents hold the same fact in the namespace on screen: the panel shows the server's plan for that
-    namespace, Apply merges them (one stays active, the other is superseded) and Undo restores both."""
-    ns = seeded["ns"]
-    fact = "The staging database is restored from the nightly snapshot at 02:00 UTC every day."
-    made = [api.post("/api/memories", json={"content": fact, "agent": agent, "namespace": ns}).json()["memory_id"]
-            for agent in ("codex", "gemini")]
-    plan = api.get("/api/distill/plan", params={"namespace": ns}).json()
-    assert any(set(made) <= {g["keep"], *g["merge"]} for g in plan["plan"]["merge"])
+def _memory(api: httpx.Client, memory_id: str) -> dict:
+    r = api.get(f"/api/memories/{memory_id}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_browser_distill_plan_lists_merges_and_conflicts_with_their_texts(page: object, api: httpx.Client) -> None:
+    """The plan shows, for each merge, the kept memory and every merged one with their texts and why they are
+    the same fact; a contradiction is a conflict (both texts, newest first, their authors, the differing
+    values), never merged; and recall still returns both sides of it."""
+    ns = "dp-" + uuid.uuid4().hex[:8]
+    ids = wc.seed_distill(api, ns)
+    plan = api.get("/api/distill/plan", params={"namespace": ns}).json()["plan"]
     pg = page  # type: ignore[assignment]
-    pg.click("#distill-plan")  # type: ignore[attr-defined]
-    pg.wait_for_selector("#distill-out h3")  # type: ignore[attr-defined]
-    out = pg.text_content("#distill-out")  # type: ignore[attr-defined]
-    assert f"Merge ({len(plan['plan']['merge'])})" in out
+    wc.switch_namespace(pg, ns, ids["xss"][1])
+    out = wc.show_plan(pg)
+    assert "[object" not in out and "conflict: 1" in out and "merge: 2" in out, out
+    assert f"Merge ({len(plan['merge'])})" in out and "Conflicts (1)" in out
+    # every merge group: the kept memory's text, then each merged memory's text and why it is the same fact
+    groups = {frozenset(g["merge"]) | {g["keep"]}: g for g in plan["merge"]}
+    for pair in (ids["same"], ids["xss"]):
+        g = groups[frozenset(pair)]
+        li = pg.locator(f"#distill-out li.merge-group[data-keep='{g['keep']}']")  # type: ignore[attr-defined]
+        assert li.locator(".pm").first.get_attribute("data-id") == g["keep"]
+        assert li.locator(f".pm[data-id='{g['keep']}'] .pm-text").text_content() == plan["memories"][g["keep"]]["content"]
+        for mid in g["merge"]:
+            merged = li.locator(f".pm[data-id='{mid}']")
+            assert merged.locator(".pm-text").text_content() == plan["memories"][mid]["content"]
+            assert merged.locator(".pm-why").text_content() == "why: " + g["why"][mid]
+            assert g["why"][mid].startswith("the same fact")
+    # the conflict: newest first, with its author, the differing values and the reason
+    item = pg.locator("#distill-out li.conflict-item")  # type: ignore[attr-defined]
+    assert item.get_attribute("data-ids") == f"{ids['conflict_new']} {ids['conflict_old']}"
+    newer, older = item.locator(".pm").nth(0), item.locator(".pm").nth(1)
+    assert newer.locator(".pm-text").text_content() == wc.CONFLICT[1]
+    assert older.locator(".pm-text").text_content() == wc.CONFLICT[0]
+    assert "newer" in newer.text_content() and "agent:claude-code" in newer.text_content()
+    assert "older" in older.text_content() and "agent:codex" in older.text_content()
+    assert "30 minutes ↔ 30 seconds" in item.text_content() and plan["conflicts"][0]["reason"] in item.text_content()
+    assert all(ids[k] not in {x for g in plan["merge"] for x in (g["keep"], *g["merge"])}
+               for k in ("conflict_new", "conflict_old"))
+    # memory text is text: the XSS memory's words are on screen, no element came from them
+    assert wc.XSS in out and pg.locator("#distill-out img, #distill-out script").count() == 0  # type: ignore[attr-defined]
+    assert pg.evaluate("window.__xss") is None and pg.errors == []  # type: ignore[attr-defined]
+    hits = api.get("/api/search", params={"q": "request timeout of the billing API", "namespace": ns}).json()
+    assert {ids["conflict_new"], ids["conflict_old"]} <= {h["memory_id"] for h in hits}
+
+
+def test_browser_a_long_plan_shows_its_first_items_and_the_rest_on_request(page: object, api: httpx.Client) -> None:
+    ns = "dl-" + uuid.uuid4().hex[:8]
+    services = ["billing", "payments", "search", "checkout", "upload", "invoices", "ledger", "reports", "mailer",
+                "gateway", "auth", "profile", "catalog", "pricing", "inventory", "shipping", "returns", "reviews",
+                "loyalty", "coupons", "exports", "imports", "webhooks", "scheduler", "notifier", "archiver", "tagger",
+                "indexer"]
+    batch = [{"content": f"The {svc} worker retries a failed job {n} times.", "agent": agent, "namespace": ns}
+             for svc in services for n, agent in ((3, "codex"), (5, "claude-code"))]
+    api.post("/api/memories/batch", json=batch).raise_for_status()
+    n = len(api.get("/api/distill/plan", params={"namespace": ns}).json()["plan"]["conflicts"])
+    assert n > 25
+    pg = page  # type: ignore[assignment]
+    wc.switch_namespace(pg, ns, api.get("/api/memories", params={"namespace": ns, "limit": 1}).json()[0]["memory_id"])
+    wc.show_plan(pg)
+    items = "#distill-out li.conflict-item"
+    assert pg.locator(items).count() == 25 and f"Conflicts ({n})" in pg.text_content("#distill-out")  # type: ignore[attr-defined]
+    pg.click(f"#distill-out .plan-more:text('Show all {n}')")  # type: ignore[attr-defined]
+    assert pg.locator(items).count() == n  # type: ignore[attr-defined]
+
+
+def test_browser_undo_asks_first_shows_the_changes_and_keeps_later_writes(page: object, api: httpx.Client) -> None:
+    """Apply in the web view; then a memory written into another namespace (and one into this one) and a tag
+    edit of a merged memory; Undo shows what it will change and changes nothing until confirmed; confirmed,
+    the run is reversed and every later write is still there."""
+    ns = "du-" + uuid.uuid4().hex[:8]
+    ids = wc.seed_distill(api, ns)
+    pg = page  # type: ignore[assignment]
+    wc.switch_namespace(pg, ns, ids["xss"][1])
+    wc.show_plan(pg)
     pg.click("#distill-apply")  # type: ignore[attr-defined]
     pg.click("#distill-confirm-yes")  # type: ignore[attr-defined]
     pg.wait_for_selector("#distill-out .msg.ok")  # type: ignore[attr-defined]
-    assert "Applied (tag distill-" in pg.text_content("#distill-out")  # type: ignore[attr-defined]
-    statuses = sorted(api.get(f"/api/memories/{i}").json()["status"] for i in made)
-    assert statuses == ["active", "superseded"]
+    tag = pg.text_content("#distill-out").split("(tag ")[1].split(")")[0]  # type: ignore[attr-defined]
+    pair = {i: _memory(api, i) for i in ids["same"]}
+    merged = next(i for i, m in pair.items() if m["status"] == "superseded")
+    keeper = next(i for i in pair if i != merged)
+    assert pair[keeper]["status"] == "active" and pair[keeper]["scope"] == "global"
+    # written after the run: elsewhere, here, and an edit of a memory the run touched
+    other_ns = "other-" + uuid.uuid4().hex[:8]
+    later = api.post("/api/memories", json={"content": "The CDN cache is purged on every release.",
+                                            "agent": "codex", "namespace": other_ns}).json()["memory_id"]
+    later_here = api.post("/api/memories", json={"content": "Release notes are written by the on-call engineer.",
+                                                 "agent": "codex", "namespace": ns}).json()["memory_id"]
+    api.patch(f"/api/memories/{merged}", json={"tags": ["checked-later"]}).raise_for_status()
+
+    pg.wait_for_function("tag => [...document.querySelectorAll('#distill-tags option')].some(o => o.value === tag)",  # type: ignore[attr-defined]
+                         arg=tag)
+    pg.select_option("#distill-tags", tag)  # type: ignore[attr-defined]
     pg.click("#distill-undo-btn")  # type: ignore[attr-defined]
+    pg.wait_for_selector("#distill-undo-confirm:not([hidden])")  # type: ignore[attr-defined]
+    summary = pg.text_content("#distill-undo-summary")  # type: ignore[attr-defined]
+    assert f"Undo {tag}?" in summary and "written after it, in any namespace, stay" in summary, summary
+    change = pg.locator(f"#distill-undo-list li.undo-change[data-id='{merged}']")  # type: ignore[attr-defined]
+    assert change.locator("[data-field='status']").text_content() == "status: superseded → active"
+    assert change.locator(".pm-text").text_content() == pair[merged]["content"]
+    keep_change = pg.locator(f"#distill-undo-list li.undo-change[data-id='{keeper}']")  # type: ignore[attr-defined]
+    assert keep_change.locator("[data-field='scope']").text_content() == "scope: global → agent:gemini"
+    shown = pg.eval_on_selector_all("#distill-undo-list > li", "els => els.map(e => e.dataset.id)")  # type: ignore[attr-defined]
+    assert later not in shown and later_here not in shown
+    assert _memory(api, merged)["status"] == "superseded"  # asking changed nothing
+    # Cancel: nothing happens
+    pg.click("#distill-undo-no")  # type: ignore[attr-defined]
+    assert pg.is_hidden("#distill-undo-confirm") and _memory(api, merged)["status"] == "superseded"  # type: ignore[attr-defined]
+    # again, and confirm
+    pg.click("#distill-undo-btn")  # type: ignore[attr-defined]
+    pg.wait_for_selector("#distill-undo-confirm:not([hidden])")  # type: ignore[attr-defined]
+    pg.click("#distill-undo-yes")  # type: ignore[attr-defined]
     pg.wait_for_selector("#distill-out .msg.ok:text('Restored')")  # type: ignore[attr-defined]
-    assert [api.get(f"/api/memories/{i}").json()["status"] for i in made] == ["active", "active"]
+    assert f"Restored the state before {tag}" in pg.text_content("#distill-out")  # type: ignore[attr-defined]
+    # the run is reversed ...
+    after = {i: _memory(api, i) for i in ids["same"]}
+    assert [after[i]["status"] for i in ids["same"]] == ["active", "active"]
+    assert after[keeper]["scope"] == "agent:gemini" and after[merged]["superseded_by"] is None
+    # ... and every later write is still there, the edited memory with its later tags
+    assert _memory(api, later)["content"] == "The CDN cache is purged on every release."
+    assert _memory(api, later_here)["status"] == "active"
+    assert after[merged]["tags"] == ["checked-later"]
+    assert pg.errors == []  # type: ignore[attr-defined]
 
 
-def test_browser_distill_panel_speaks_the_distill_contract(browser: object, server: ServerProc, api: httpx.Client,
-                                                           seeded: dict) -> None:
-    ctx = browser.new_context()  # type: ignore[attr-defined]
-    calls: list[str] = []
-    ids = list(seeded["ids"].values())
-    wc.contract_routes(ctx, ids, calls)
+def test_browser_usable_on_a_phone(browser: object, server: ServerProc, api: httpx.Client, seeded: dict) -> None:
+    """At 360×740 the page never scrolls sideways (list, search with its explanation, a memory, the distill
+    plan and its undo preview) and every control is on screen."""
+    ctx = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)  # type: ignore[attr-defined]
     try:
         pg = ctx.new_page()
-        wc.login(pg, server.url, wc.mint_code(api))
-        pg.click("#distill-plan")
-        pg.wait_for_selector("#distill-out h3")
-        out = pg.text_content("#distill-out")
-        assert "Archive (1)" in out and "Merge (1)" in out and "Promote to global (1)" in out
-        assert wc.XSS in out and pg.locator("#distill-out img").count() == 0  # merged content is text too
-        pg.click("#distill-apply")
-        pg.click("#distill-confirm-yes")
-        pg.wait_for_selector("#distill-out .msg.ok")
-        assert "Applied (tag distill-20261201T080000Z)" in pg.text_content("#distill-out")
-        pg.click("#distill-undo-btn")
-        pg.wait_for_selector("#distill-out .msg.ok:text('Restored')")
-        assert 'POST /api/distill/undo {"tag":"distill-20261201T080000Z"}' in calls
-        assert pg.evaluate("window.__xss") is None
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        wc.login(pg, server.url, wc.mint_code(api), seeded["ns"])
+        widths = {"list": wc.page_width(pg)}
+        target = seeded["ids"][wc.FACTS[7][2]]
+        wc.search(pg, "E4021 ingress", target)
+        pg.click(f"#list .mem[data-id='{target}'] details.explain summary")
+        widths["search + explanation"] = wc.page_width(pg)
+        wc.open_memory(pg, target)
+        widths["memory"] = wc.page_width(pg)
+        assert not wc.off_screen(pg, ["#q", "#search-btn", "#clear-search", "#tab-memories", "#tab-board", "#refresh",
+                                      "#logout", "#d-save", "#d-forget", "#d-history-btn", "#d-close",
+                                      "#distill-plan", ".ns-item", ".scope-item"])
+        wc.show_plan(pg)
+        widths["distill plan"] = wc.page_width(pg)
+        pg.click("#tab-board")
+        pg.wait_for_selector("#board-view:not([hidden])")
+        widths["board"] = wc.page_width(pg)
+        assert not wc.off_screen(pg, ["#board-new", "#board-reload"])
+        assert all(w <= 360 for w in widths.values()), widths
+        assert not errors, errors
     finally:
         ctx.close()

@@ -15,6 +15,8 @@ and can be turned off.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -169,8 +171,9 @@ def shortlist(rel: dict[Key, Relevance], top_k: int, span: float) -> list[Key]:
 
 
 def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: Any, opts: SearchOptions,
-         now: int, project: str | None, top_k: int, explain: bool) -> list[RecallHit]:
-    """Relevance plus boosts for the candidates in ``memories``; ``score`` in 0..1, best first."""
+         now: int, project: str | None, top_k: int, explain: bool, query: str | None = None) -> list[RecallHit]:
+    """Relevance plus boosts for the candidates in ``memories``; ``score`` in 0..1, best first. With
+    ``explain`` and the ``query``, each keyword hit's explanation also names the query words it holds."""
     top = 1.0 + opts.recency_weight + opts.importance_weight + opts.project_weight  # the best possible total
     out: list[RecallHit] = []
     for key, mem in memories.items():
@@ -195,7 +198,76 @@ def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: A
         out.append(RecallHit(memory=mem, score=score, explain=info, keyword="text" in r.raw,
                              similarity=calibrate(cos) if cos is not None else 0.0))
     out.sort(key=lambda h: (-h.score, -h.memory.created_at))
-    return out[:top_k]
+    out = out[:top_k]
+    if explain and query:
+        # only for the hits returned, and only the keyword hits: the words are why BM25 found them
+        found = [h for h in out if h.keyword and h.explain is not None]
+        for h, words in zip(found, matched_words(query, [h.memory.content for h in found])):
+            h.explain["matched_words"] = words  # type: ignore[index]
+    return out
+
+
+# ------------------------------------------------------------------------------ which words matched
+# The words are found as the keyword index finds them (ICU words, case and accent folded, stemmed, 简/繁 alike,
+# stop words ignored), but named as the query wrote them. lance tokenizes with no character offsets, and
+# building its tokenizer costs more than tokenizing, so each side is one call: texts are joined with a marker
+# word between them and the token stream is split at the marker.
+_BREAK = "qzmemclibreakqz"
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+MAX_QUERY_WORDS = 64
+
+
+def _surface_params() -> dict[str, Any]:
+    from memcli.textnorm import FTS_PARAMS
+
+    return {**FTS_PARAMS, "stem": False, "remove_stop_words": False, "lower_case": False, "ascii_folding": False}
+
+
+def _token_groups(texts: Sequence[str], params: dict[str, Any]) -> list[list[Any]]:
+    """Each text's tokens (lance ``Token``s), in one tokenizer call."""
+    import lance
+
+    groups: list[list[Any]] = [[]]
+    for tok in lance.tokenize(f" {_BREAK} ".join(texts), **params):
+        if tok.text.casefold().startswith(_BREAK[:12]):  # the marker (a stemmer may shorten its end)
+            groups.append([])
+        else:
+            groups[-1].append(tok)
+    return groups
+
+
+def matched_words(query: str, contents: Sequence[str]) -> list[list[str]]:
+    """For each content, the words of ``query`` it holds as the keyword index sees them, in query order,
+    without repeats; adjacent CJK words join (数据 + 库 → 数据库)."""
+    from memcli.textnorm import FTS_PARAMS, normalise, search_text
+
+    if not contents:
+        return []
+    surface = _token_groups([unicodedata.normalize("NFKC", query)], _surface_params())[0][:MAX_QUERY_WORDS]
+    if not surface:
+        return [[] for _ in contents]
+    # each query word as the index stores it (a stop word has no tokens), then each content's token set
+    stems = _token_groups([normalise(t.text) for t in surface], FTS_PARAMS)
+    docs = [{t.text for t in g} for g in _token_groups([search_text(c) for c in contents], FTS_PARAMS)]
+    out: list[list[str]] = []
+    for doc in docs:
+        words: list[str] = []
+        prev = None  # (position, cjk) of the last matched word
+        for tok, own in zip(surface, stems):
+            if not own or not all(t.text in doc for t in own):
+                prev = None
+                continue
+            cjk = bool(_CJK.match(tok.text))
+            if prev is not None and cjk and prev[1] and tok.position == prev[0] + 1:
+                words[-1] += tok.text
+            else:
+                words.append(tok.text)
+            prev = (tok.position, cjk)
+        unique: dict[str, str] = {}
+        for w in words:
+            unique.setdefault(w.casefold(), w)
+        out.append(list(unique.values()))
+    return out
 
 
 def _r(x: float | None) -> float | None:

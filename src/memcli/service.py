@@ -299,7 +299,7 @@ class MemoryService:
             for k in gone:  # expired or written elsewhere since the checks: the next candidate takes its place
                 rel.pop(k)
         hits = rank(rel, {k: rows[k] for k in keys}, calibrate=self.calibration, opts=self.search, now=now,
-                    project=proj, top_k=top_k, explain=explain)
+                    project=proj, top_k=top_k, explain=explain, query=query)
         return [h for h in hits if h.score >= min_score]
 
     def check_duplicate(self, content: str, *, namespace: str | None = None,

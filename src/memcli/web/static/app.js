@@ -14,13 +14,14 @@ const COLORS = ["#3559e0", "#e0803a", "#2f9e6e", "#b04fc4", "#d4a017", "#d2435d"
 
 const state = {
   namespace: null, scope: null, query: "", offset: 0, items: [], selected: null, colorOf: new Map(),
-  distillAvailable: null, plan: null,
+  distillAvailable: null, plan: null, undoTag: null, // distill.js
 };
 
 // ------------------------------------------------------------------------------------------- DOM helpers
 const $ = (id) => document.getElementById(id);
 
-/** An element with attributes (values are set as data, never parsed) and children (strings become text). */
+/** An element with attributes (values are set as data, never parsed) and children (strings become text;
+ * arrays, nested to any depth, are spliced in). */
 function el(tag, attrs, ...children) {
   const node = tag === "svg" || SVG_TAGS.has(tag) ? document.createElementNS("http://www.w3.org/2000/svg", tag)
     : document.createElement(tag);
@@ -30,7 +31,7 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -191,10 +192,33 @@ function memoryRow(m) {
   return li;
 }
 
+/** Why a recall result was found, in plain words, from its explain signals (the raw numbers stay beside it). */
+function explainWords(ex) {
+  const parts = [];
+  const words = ex.matched_words || [];
+  if (words.length) parts.push(`matched the word${words.length > 1 ? "s" : ""} ${words.join(", ")}`);
+  else if (ex.bm25 !== null && ex.bm25 !== undefined) parts.push("matched words of the conversation it came from");
+  const sim = ex.similarity;
+  if (typeof sim === "number") {
+    // calibrated similarity: ~0.2 same topic, 0.9 a paraphrase, 1.0 the same text (embedders/base.py)
+    if (sim >= 0.85) parts.push("nearly the same meaning");
+    else if (sim >= 0.5) parts.push("close in meaning");
+    else if (sim >= 0.25) parts.push("related in meaning");
+    else if (!parts.length) parts.push("only loosely related in meaning");
+  }
+  if (ex.importance > 0) parts.push("marked important");
+  if (ex.project > 0) parts.push("from this project");
+  const text = parts.join("; ") || "ranked by its signals below";
+  return text.charAt(0).toUpperCase() + text.slice(1) + ".";
+}
+
 function explainBox(ex) {
+  const shown = (v) => (Array.isArray(v) ? v.join(", ") || "—" : typeof v === "number" ? v.toFixed(4) : String(v));
   const rows = Object.entries(ex).filter(([, v]) => v !== null && v !== undefined)
-    .map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, typeof v === "number" ? v.toFixed(4) : String(v))));
-  return el("details", { class: "explain" }, el("summary", {}, "why this result?"), el("table", {}, rows));
+    .map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, shown(v))));
+  return el("details", { class: "explain" },
+            el("summary", {}, "why this result? ", el("span", { class: "why-plain" }, explainWords(ex))),
+            el("table", {}, rows));
 }
 
 function renderList(append) {
@@ -405,90 +429,6 @@ async function showHistory() {
   ol.hidden = false;
 }
 
-// ------------------------------------------------------------------------------------------- distill
-// Contract: GET /api/distill/plan, POST /api/distill/apply, POST /api/distill/undo {tag?}, GET /api/distill/tags.
-function distillUnavailable() {
-  state.distillAvailable = false;
-  $("distill-status").textContent = "distill not available on this server";
-  $("distill-plan").disabled = true;
-  $("distill-apply").hidden = true;
-  $("distill-undo").hidden = true;
-}
-
-function tagName(t) { return typeof t === "string" ? t : (t && (t.tag || t.name)) || JSON.stringify(t); }
-
-async function loadDistillTags() {
-  let data;
-  try {
-    ({ data } = await api("GET", "/api/distill/tags"));
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return distillUnavailable();
-    throw e;
-  }
-  state.distillAvailable = true;
-  const tags = Array.isArray(data) ? data : (data && (data.tags || data.items)) || [];
-  const sel = clear($("distill-tags"));
-  for (const t of tags) sel.append(el("option", { value: tagName(t) }, tagName(t)));
-  $("distill-undo").hidden = tags.length === 0;
-}
-
-function idButton(id) {
-  return el("button", { type: "button", class: "link", title: id, onclick: () => openMemory(id).catch(report) },
-            shortId(id));
-}
-
-async function showPlan() {
-  let data;
-  try {
-    ({ data } = await api("GET", "/api/distill/plan?namespace=" + encodeURIComponent(state.namespace || "")));
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return distillUnavailable();
-    throw e;
-  }
-  const plan = (data && data.plan) || {};
-  const counts = (data && data.counts) || {};
-  state.plan = plan;
-  const out = clear($("distill-out"));
-  out.append(el("p", { class: "counts" }, Object.entries(counts).map(([k, v]) => `${k}: ${v}`).join(" · ") || "—"));
-  const archive = plan.archive || [], merge = plan.merge || [], promote = plan.promote || [];
-  const ids = (xs) => xs.map((x) => (typeof x === "string" ? x : x.memory_id || x.id));
-  if (archive.length) {
-    out.append(el("h3", {}, `Archive (${archive.length})`),
-               el("ul", {}, ids(archive).map((id) => el("li", {}, idButton(id)))));
-  }
-  if (merge.length) {
-    out.append(el("h3", {}, `Merge (${merge.length})`), el("ul", {}, merge.map((g) => el("li", {},
-      "keep ", idButton(g.keep), " ← ", (g.merge || []).map((id, i) => [i ? ", " : "", idButton(id)]),
-      g.namespace ? ` (${g.namespace})` : "",
-      g.content ? el("div", { class: "merge-content" }, g.content) : null))));
-  }
-  if (promote.length) {
-    out.append(el("h3", {}, `Promote to global (${promote.length})`),
-               el("ul", {}, ids(promote).map((id) => el("li", {}, idButton(id)))));
-  }
-  const empty = !archive.length && !merge.length && !promote.length;
-  if (empty) out.append(el("p", { class: "muted" }, "Nothing to do: the memory is already distilled."));
-  $("distill-apply").hidden = empty;
-}
-
-async function applyPlan() {
-  $("distill-confirm").hidden = true;
-  const { data } = await api("POST", "/api/distill/apply", { body: state.namespace ? { namespace: state.namespace } : {} });
-  const counts = Object.entries(data.counts || {}).map(([k, v]) => `${k}: ${v}`).join(" · ");
-  clear($("distill-out")).append(el("p", { class: "msg ok" }, `Applied (tag ${data.tag})${counts ? ": " + counts : ""}.`));
-  $("distill-apply").hidden = true;
-  await loadDistillTags();
-  refreshAll();
-}
-
-async function undo() {
-  const tag = $("distill-tags").value;
-  const { data } = await api("POST", "/api/distill/undo", { body: tag ? { tag } : {} });
-  clear($("distill-out")).append(el("p", { class: "msg ok" }, `Restored the state before ${data.restored}.`));
-  await loadDistillTags();
-  refreshAll();
-}
-
 // ------------------------------------------------------------------------------------------- wiring
 function report(e) {
   if (e instanceof ApiError && e.status === 401) return;
@@ -539,11 +479,6 @@ function wire() {
     if (!Object.keys(editedFields()).length) return message("Nothing to save: the stored version already says this.");
     save(state.conflict.version).catch(report);
   });
-  $("distill-plan").addEventListener("click", () => showPlan().catch(report));
-  $("distill-apply").addEventListener("click", () => { $("distill-confirm").hidden = false; });
-  $("distill-confirm-no").addEventListener("click", () => { $("distill-confirm").hidden = true; });
-  $("distill-confirm-yes").addEventListener("click", () => applyPlan().catch(report));
-  $("distill-undo-btn").addEventListener("click", () => undo().catch(report));
 }
 
 function clearSearch() {

@@ -151,8 +151,10 @@ async function moveCard() {
   try {
     const { data } = await api("POST", taskPath(t.task_id, "/move"),
                                { body: { to_status: target, reason: reason || undefined, expected_version: t.version } });
-    await loadBoard();
-    showCard(data.task);
+    // the move's answer is the card alone: its memories (the move's own among them) and job runs come with
+    // the card's detail, read again so that the panel keeps showing them
+    const [, detail] = await Promise.all([loadBoard(), api("GET", taskPath(t.task_id)).catch(() => null)]);
+    showCard(detail ? detail.data : { ...t, ...data.task, memories: t.memories, jobs: t.jobs });
     const note = [`Moved ${data.task_id} ${data.from} → ${data.to}`];
     if (data.memory_id) {
       note.push(" (recorded as memory ", el("button", { type: "button", class: "link", title: data.memory_id,
@@ -221,9 +223,8 @@ async function createCard() {
     for (const id of ["nc-title", "nc-desc", "nc-assignee", "nc-labels"]) $(id).value = "";
     $("new-card").hidden = true;
     boardMsg("nc-msg", "");
-    boardMsg("board-msg", `Created ${data.task_id}.`, "ok");
-    await loadBoard();
-    await openCard(data.task_id);
+    await loadBoard().then(() => openCard(data.task_id)).catch(report); // created, whatever the reload says
+    boardMsg("board-msg", `Created ${data.task_id}.`, "ok"); // last: the message means the card is on screen
   } catch (e) {
     boardMsg("nc-msg", e instanceof ApiError ? `Not created: ${e.message}` : String(e), "error");
   }
