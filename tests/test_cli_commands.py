@@ -129,11 +129,22 @@ def test_remember_exact_duplicate_returns_same_id_and_writes_nothing(home: Path)
 
 
 def test_remember_similar_reports_duplicate_of_but_still_writes(home: Path) -> None:
-    first = remember("alpha beta gamma delta epsilon")
-    second = run("remember", "alpha beta gamma delta epsilon zeta", "--json")
-    assert second["memory_id"] != first and second["created"] is True
-    assert first in second["duplicate_of"]
-    assert count(home) == 2
+    base = "alpha beta gamma delta epsilon zeta eta theta"
+    first = remember(base)
+    # the same fact, written otherwise: listed in duplicate_of, and still written
+    same = run("remember", "fyi " + base, "--json")
+    assert same["memory_id"] != first and same["created"] is True and same["duplicate_of"] == [first]
+    # one word more is another fact: not a duplicate, reported as related with the word that differs
+    more = run("remember", base + " iota", "--json")
+    assert more["created"] is True and first not in more["duplicate_of"]
+    related = {r["memory_id"]: r for r in more["related"]}
+    assert related[first]["relation"] == "related" and "iota" in str(related[first]["differences"])
+    # another value of the same thing is a conflict
+    port = remember("the gateway service listens on port 8080 behind the load balancer")
+    other = run("remember", "the gateway service listens on port 8081 behind the load balancer", "--json")
+    assert other["duplicate_of"] == []
+    assert [r["relation"] for r in other["related"] if r["memory_id"] == port] == ["conflict"]
+    assert count(home) == 5
 
 
 def test_remember_same_key_updates(home: Path) -> None:
@@ -325,8 +336,12 @@ def test_check_duplicate(home: Path) -> None:
     assert miss == {"is_duplicate": False, "similar": []}
     via_stdin = run("check-duplicate", "-", "--json", input="we pin numpy below 2.0 in the ML image")
     assert via_stdin["is_duplicate"] is True
+    # a shorter statement that leaves out where: similar, not the same fact
     loose = run("check-duplicate", "we pin numpy below 2.0", "--threshold", "0.3", "--json")
-    assert loose["is_duplicate"] is True
+    assert loose["is_duplicate"] is False and loose["similar"][0]["relation"] == "related"
+    changed = run("check-duplicate", "we pin numpy below 3.0 in the ML image", "--threshold", "0.3", "--json")
+    assert changed["is_duplicate"] is False and changed["similar"][0]["relation"] == "conflict"
+    assert ["2.0", "3.0"] in changed["similar"][0]["differences"]
     run("check-duplicate", "x", "--threshold", "1.5", "--json", code=1)
     assert count(home) == 1  # nothing written
 

@@ -361,7 +361,7 @@ def compare(keeper: str, member: str) -> Verdict:
     values = a.specifics | b.specifics  # compared above, as values
     a_words, b_words = a.words - values, b.words - values
     ga, gb = min(((x, y) for x in a.grams for y in b.grams), key=lambda p: len(p[0] ^ p[1]), default=(frozenset(), frozenset()))
-    missing = _missing(b, a, b_words, a_words) + sorted(gb - ga - a.bridges)
+    missing = [w for w in _missing(b, a, b_words, a_words) if w not in EN_GENERIC] + sorted(gb - ga - a.bridges)
     extra = [w for w in _missing(a, b, a_words, b_words) if w not in EN_GENERIC] + sorted(ga - gb - b.bridges)
     if value_diffs:
         shared = len(a.words & b.words) + len(ga & gb)
