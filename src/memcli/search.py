@@ -39,8 +39,9 @@ class SearchOptions:
     project_weight: float = 0.03
     mode: str = "hybrid"  # hybrid | vector | text
     # keyword evidence counts fully from a store of this many memories; below it, BM25 over a handful of
-    # documents is noise (every word is rare), so its weight shrinks with the log of the store's size, down to
-    # nothing at ``keyword_min_size`` (bench/agentfacts.py --small; 0 turns this off)
+    # documents is noise (every word is rare), so the weight of weak evidence shrinks with the log of the
+    # store's size, to nothing at ``keyword_min_size``; a keyword hit that is most of the query still counts
+    # (bench/agentfacts.py --small; 0 turns this off)
     keyword_full_size: int = 200
     keyword_min_size: int = 10
 
@@ -130,14 +131,19 @@ def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key
               text_ideal: float | None = None, size: int | None = None) -> dict[Key, Relevance]:
     """Convex min-max fusion of the three lists ((key, score) pairs, best first), the keyword list scaled by
     its :func:`coverage` of the query, its weight by :func:`keyword_trust` of the store's ``size``."""
-    lists = {"text": (text_hits, opts.text_weight * keyword_trust(size, opts)),
-             "vector": (vector_hits, opts.vector_weight), "context": (context_hits, opts.context_weight)}
+    cover = coverage(text_hits, text_ideal) if text_hits else None
+    text_w = opts.text_weight
+    if cover is not None and (vector_hits or context_hits):
+        # in a small store, weak keyword evidence (a word or two of the query) is noise; strong evidence (an
+        # identifier that is the query, most of its words) still counts fully
+        trust = keyword_trust(size, opts)
+        text_w *= trust + (1.0 - trust) * cover * cover
+    lists = {"text": (text_hits, text_w), "vector": (vector_hits, opts.vector_weight),
+             "context": (context_hits, opts.context_weight)}
     active = {name: (h, w) for name, (h, w) in lists.items() if h and w > 0}
     total_w = sum(w for _, w in active.values()) or 1.0
     norms = {name: _minmax(h) for name, (h, _) in active.items()}
-    cover = None
-    if "text" in norms:
-        cover = coverage(text_hits, text_ideal)
+    if "text" in norms and cover is not None:
         norms["text"] = {k: v * cover for k, v in norms["text"].items()}
     raw = {name: dict(h) for name, (h, _) in active.items()}
     out: dict[Key, Relevance] = {}
