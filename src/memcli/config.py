@@ -50,11 +50,12 @@ class HooksConfig:
     session_start_budget: int = 6000
     prompt_budget: int = 3000
     prompt_top_k: int = 5
-    min_score: float = 0.55  # relevance from which a memory goes in as full text
-    # the next candidates go in as one index line each (id, the memory's start, age, author): up to
-    # index_top_k lines of relevance ≥ index_min_score, within index_budget tokens (bench/agentfacts.py --gate)
+    min_score: float = 0.90  # relevance from which a memory goes in as full text
+    # when the prompt's best candidate reaches index_min_score, the best recalled memories not shown in full go
+    # in as one index line each (id, the memory's start, age, author): up to index_top_k lines within
+    # index_budget tokens (chosen with bench/agentfacts.py --gate; bench/README.md)
     index_min_score: float = 0.30
-    index_top_k: int = 5
+    index_top_k: int = 3
     index_budget: int = 110
     capture_subagents: bool = False
     project_only: bool = False

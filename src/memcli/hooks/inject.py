@@ -137,8 +137,11 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
     if full:
         lines, ids, _ = fill(full, max(0, budget - len(HEADER) - 120), now, max_chars=600, show_project=True)
         sections.append((None, lines))
-    if index_min is not None and index_top_k > 0 and index_budget > 0:
-        rest = [s.hit.memory for s in scored if s.hit.memory.id not in ids and s.relevance >= index_min]
+    if index_min is not None and index_top_k > 0 and index_budget > 0 and scored \
+            and max(s.relevance for s in scored) >= index_min:
+        # the prompt is about something the store holds: its best recalled memories (recall's own order,
+        # which finds the answer more often than the relevance gate ranks it) go in as index lines
+        rest = [s.hit.memory for s in sorted(scored, key=lambda s: -s.hit.score) if s.hit.memory.id not in ids]
         lines, listed = index_lines(rest[:index_top_k], index_budget, now)
         if lines:
             sections.append((INDEX_TITLE, lines))
