@@ -52,11 +52,16 @@ export async function beforePrompt(client, event, ctx) {
   const s = client.settings();
   const base = { session_id: sessionOf(ctx), cwd: cwdOf(ctx) };
   const parts = [];
+  let budget = s.deadlineMs;
   if (firstTurn(event?.messages)) {
-    const digest = await client.hook("SessionStart", { ...base, source: "startup" }, Math.max(2 * s.deadlineMs, SESSION_START_WAIT_MS));
+    // a session's first prompt: the digest, then the prompt's own recall, share SessionStart's budget (in Claude
+    // Code the user types in between; here they come back to back, maybe while a cold server loads its model)
+    const end = Date.now() + Math.max(2 * s.deadlineMs, SESSION_START_WAIT_MS);
+    const digest = await client.hook("SessionStart", { ...base, source: "startup" }, end - Date.now());
     if (digest) parts.push(digest);
+    budget = Math.max(s.deadlineMs, end - Date.now());
   }
-  const context = await client.hook("UserPromptSubmit", { ...base, prompt }, s.deadlineMs);
+  const context = await client.hook("UserPromptSubmit", { ...base, prompt }, budget);
   if (context) parts.push(context);
   return parts.length ? { prependContext: parts.join("\n\n") } : undefined;
 }

@@ -200,11 +200,15 @@ def test_setup_installs_the_plugin_once(world: World) -> None:
 
 def test_a_fact_reaches_the_model_and_the_decision_reaches_claude_code(world: World, tmp_path: Path) -> None:
     assert world.after_setup, "setup did not run"
+    # a short digest (a setting of memcli's), so that the fact reaches the model through the prompt's own recall
+    # (UserPromptSubmit), not through the session's first digest, which shows the more important memories
+    (world.memcli_home / "config.toml").write_text("[hooks]\nsession_start_budget = 700\n")
     world.memcli("remember", FACT)
     for text in OTHERS:
-        world.memcli("remember", text)
+        world.memcli("remember", text, "--importance", "0.9")
     # the home's warm server, as the hooks leave it running (the plugin's cold start is tests/js/failure.test.mjs)
     world.server = serve(world)
+    world.memcli("recall", "warm up the embedder", "--json")  # through the server: its model is loaded
 
     p, seconds = world.oc.turn(PROMPT_1)
     world.times["turn 1"] = seconds
@@ -213,8 +217,10 @@ def test_a_fact_reaches_the_model_and_the_decision_reaches_claude_code(world: Wo
 
     first, *rest = world.requests_for("Zephyr")
     user = [text_of(m) for m in first["messages"] if m.get("role") == "user" and "Zephyr" in text_of(m)][0]
-    assert "<memcli-memories" in user and FACT in user, user[:3000]  # remembered by `memcli remember`
-    assert user.index("<memcli-memories") < user.index("We decided")  # in front of the user's message
+    digest, _, rest_of_user = user.partition('<memcli-memories event="UserPromptSubmit"')
+    assert '<memcli-memories event="SessionStart"' in digest and FACT not in digest, user[:3000]
+    assert FACT in rest_of_user.split("</memcli-memories>")[0], user[:3000]  # `memcli remember` → the prompt's recall
+    assert user.index("</memcli-memories>", len(digest)) < user.index("We decided")  # in front of the user's message
     assert "## Memory (memcli)" in system_text(first["messages"])
     tool_results = [text_of(m) for r in rest for m in r["messages"] if m.get("role") == "tool"]
     assert any("db-billing-01" in t and "memory_id" in t for t in tool_results), tool_results  # memcli_recall ran

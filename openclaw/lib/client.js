@@ -15,6 +15,8 @@ const TEAM_SPOOL = "spool-team";
 
 /** memcli answered with an error (a tool reports its message to the model). */
 export class MemcliError extends Error {
+  name = "MemcliError";
+
   constructor(message, status, code) {
     super(message);
     this.status = status;

@@ -14,9 +14,13 @@ export const START_GRACE_S = 20; // a server started less than this ago (by a ho
 export const VERIFIED = "verified"; // hooks-state/verified: "<port> <pid>" of the server that proved it is the home's
 
 /** Nothing listens on the port (connection refused). */
-export class ServerDown extends Error {}
+export class ServerDown extends Error {
+  name = "ServerDown";
+}
 /** The deadline passed. */
-export class Timeout extends Error {}
+export class Timeout extends Error {
+  name = "Timeout";
+}
 
 /** One line in <home>/logs/hooks.log (the hooks' log); never throws. */
 export function log(home, message) {
