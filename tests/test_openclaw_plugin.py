@@ -7,10 +7,12 @@ The whole plugin inside a real OpenClaw is tests/test_openclaw_e2e.py.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,8 +52,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
     tmp = tmp_path_factory.mktemp("openclaw-plugin")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
     env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
-    srv = start_server(MEMCLI, env, tmp / "memcli-home")
-    with srv.client() as c:
+    srv = start_server(MEMCLI, env, tmp / "memcli-home", ready=False)
+    deadline = time.monotonic() + 180  # opening the store can take long on 2 cores shared with other work
+    while True:
+        with srv.client(timeout=5) as c:
+            if c.get("/health").json().get("ready"):
+                break
+        assert srv.proc.poll() is None and time.monotonic() < deadline, srv.log.read_text()
+        time.sleep(0.2)
+    with srv.client(timeout=60) as c:
         for text in ("The billing service stores its invoices in PostgreSQL 16 on db-billing-01.",
                      "Deploys of the billing service go through the blue-green script deploy/bg.sh.",
                      "The team prefers short pull requests, reviewed within a day.",
@@ -99,3 +108,52 @@ def test_plugin_never_breaks_a_turn_and_starts_the_server(node: str, home: Path,
                 os.kill(int(pid_file.read_text()), signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+
+def test_plugin_in_team_mode_over_https(node: str, tmp_path: Path) -> None:
+    """MEMCLI_API_URL (or the plugin's apiUrl) + a space token, https with the team's certificate: that server
+    only, nothing local started; a turn taken while it is down is sent with the next one."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    import ssl
+
+    import httpx
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
+    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp_path / "user-home"), MEMCLI_HOME=str(tmp_path / "team-server"))
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    with open(tmp_path / "tls-serve.log", "wb") as log:
+        proc = subprocess.Popen([MEMCLI, "serve", "--port", str(port), "--ssl-certfile", str(cert), "--ssl-keyfile",
+                                 str(key)], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    trust = ssl.create_default_context(cafile=str(cert))
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "tls-serve.log").read_text()
+            try:
+                admin = {"Authorization": "Bearer " + json.loads((tmp_path / "team-server" / "auth.json").read_text())
+                         ["token"]}
+                if httpx.get(url + "/health", verify=trust, timeout=5, headers=admin).json().get("ready"):
+                    break
+            except (httpx.HTTPError, OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        r = httpx.post(url + "/api/spaces", json={"name": "crew", "agent": "openclaw-bot"}, verify=trust,
+                       timeout=60, headers=admin)
+        assert r.status_code == 201, r.text
+        token = r.json()["api_token"]
+        r = httpx.post(url + "/api/memories", json={"content": "over TLS: the build cache lives in s3://ci-cache"},
+                       verify=trust, timeout=60, headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 201, r.text
+        js = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
+        js.update(MEMCLI_TEST_TMP=str(tmp_path), MEMCLI_TEST_TEAM_URL=url, MEMCLI_TEST_TEAM_TOKEN=token,
+                  NODE_EXTRA_CA_CERTS=str(cert), HOME=str(tmp_path / "user-home"))
+        run_node_tests(node, "team.test.mjs", js)
+    finally:
+        proc.terminate()
+        proc.wait(30)

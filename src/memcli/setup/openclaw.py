@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli.setup.agents import Machine
-from memcli.setup.edits import MISSING, dump_json, get_in, load_json
+from memcli.setup.edits import MISSING, SetupError, dump_json, get_in, load_json
 
 PLUGIN_ID = "memcli"
 KIND = "openclaw_plugin"
@@ -57,7 +57,7 @@ def _parse(text: str | None, path: Path) -> dict[str, Any] | None:
     """The config as a dict, or None when it is not plain JSON (JSON5 with comments: OpenClaw's CLI reads it)."""
     try:
         return load_json(text, path)
-    except Exception:  # noqa: BLE001 - SetupError for JSON5; the CLI edits such a file, setup only cannot check it
+    except SetupError:  # JSON5 (comments): OpenClaw's CLI edits such a file; setup only cannot check it
         return None
 
 
