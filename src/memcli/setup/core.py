@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcli.setup.agents import HOOK_MARKER, SERVER_NAME, Machine
 from memcli.setup import openclaw as oc
+from memcli.setup.agents import HOOK_MARKER, SERVER_NAME, Machine
 from memcli.setup.edits import (
     MISSING, FileChange, SetupError, Workspace, apply_changes, backup_file, delete_in, dump_json, get_in, load_json,
     prune_empty, remove_toml_table, set_in, set_toml_table, toml_get,
@@ -532,7 +532,8 @@ def apply_plan(plan: Plan, *, run: Any = None) -> ApplyResult:
 
 def _run(argv: list[str]) -> tuple[int, str]:
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        # OpenClaw's CLI takes 7–70 s a command on a busy machine (plugins install/uninstall, config set)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return 1, str(exc)
     return p.returncode, (p.stdout + p.stderr).strip()
