@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from memcli.setup.agents import AGENTS, Machine
-from memcli.setup.core import SetupOptions, apply_plan, plan_install, plan_uninstall, snippets
+from memcli.setup.core import SetupOptions, apply_plan, plan_install, plan_uninstall
+from memcli.setup.snippets import snippets
 from memcli.setup.edits import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]

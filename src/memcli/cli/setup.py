@@ -55,7 +55,8 @@ def register(app: typer.Typer) -> None:
 
         from memcli.config import default_home, load_config
         from memcli.setup.agents import AGENTS, Machine, resolve_agent_ids
-        from memcli.setup.core import SetupOptions, plan_install, plan_uninstall, snippets
+        from memcli.setup.core import SetupOptions, plan_install, plan_uninstall
+        from memcli.setup.snippets import snippets
 
         con = Console(highlight=False)
         st = state(ctx)
@@ -91,7 +92,7 @@ def register(app: typer.Typer) -> None:
             ids = chosen or [a for a in AGENTS if found[a][0]] or list(AGENTS)
             if http:
                 from memcli.home import load_or_create_auth
-                from memcli.setup.core import http_snippets
+                from memcli.setup.snippets import http_snippets
 
                 cfg = load_config(home_dir)
                 if server is None and cfg.api_url and cfg.api_token:  # this home is in team mode already
@@ -240,7 +241,7 @@ def _show(con: Any, plan: Any, *, title: str) -> None:
             con.print(f"[cyan]{names.get(agent, agent)}[/cyan]: {escape(line)}")
         if agent in plan.errors:
             con.print(f"[yellow]{names.get(agent, agent)}: skipped[/yellow] — {escape(plan.errors[agent])}")
-    for ch in plan.files:
+    for ch in plan.files + plan.late_files:  # late files: put back after the commands rewrote them
         con.print(f"\n[bold]{ch.action}[/bold] {escape(str(ch.path))}")
         diff = ch.diff()
         if diff:

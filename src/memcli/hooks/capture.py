@@ -1,4 +1,5 @@
-"""Stop: keep the turn that just ended as one memory (scope ``agent:claude-code``, tag ``turn``).
+"""Stop: keep the turn that just ended as one memory (scope ``agent:claude-code``, tag ``turn``; another agent that
+posts its turns here, like the OpenClaw plugin, names itself with the payload's ``agent``: ``agent:<agent>``).
 
 prompt (remembered from UserPromptSubmit, else the payload, else the transcript) + ``last_assistant_message``
 (else the transcript) → strip what memcli injected → redact secrets → skip trivial turns → summarise
@@ -8,6 +9,7 @@ prompt (remembered from UserPromptSubmit, else the payload, else the transcript)
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,7 @@ TAG = "turn"
 SOURCE = "hook:stop"
 IMPORTANCE = 0.4
 MIN_REPLY_CHARS = 40
+_AGENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass
@@ -43,6 +46,19 @@ def turn_key(session_id: str, prompt: str, reply: str) -> str:
     for part in (session_id or "", prompt or "", reply or ""):
         h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     return h.hexdigest()[:24]
+
+
+def scope_of(payload: dict[str, Any]) -> str:
+    """``agent:<agent>`` for a client that names its agent (``"agent": "openclaw"``), else Claude Code's scope.
+    A name that is not a plain identifier is refused rather than stored under a scope nobody filters on."""
+    agent = payload.get("agent")
+    if agent is None or agent == "":
+        return SCOPE
+    if not isinstance(agent, str) or not _AGENT_RE.fullmatch(agent):
+        from memcli.errors import ValidationError
+
+        raise ValidationError(f"the turn's agent must be a short name (letters, digits, . _ -), got {agent!r}")
+    return f"agent:{agent}"
 
 
 def resolve_turn(payload: dict[str, Any]) -> tuple[str, str]:
@@ -64,6 +80,7 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
                  home: Path) -> Capture:
     if payload.get("stop_hook_active"):
         return Capture("skipped", "stop_hook_active")
+    scope = scope_of(payload)
     if payload.get("agent_id") and not cfg.capture_subagents:
         return Capture("skipped", "subagent turn (hooks.capture_subagents is off)")
     session = str(payload.get("session_id") or "")
@@ -107,7 +124,7 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
         meta["cwd"] = cwd
     if payload.get("agent_type"):
         meta["agent_type"] = str(payload.get("agent_type"))
-    res = service.remember(content, tags=[TAG], scope=SCOPE, importance=IMPORTANCE, source=SOURCE,
+    res = service.remember(content, tags=[TAG], scope=scope, importance=IMPORTANCE, source=SOURCE,
                            project=detect_project(cwd), metadata=meta, thread=session or None)
     state.mark_captured(session, key)
     return Capture("stored" if res.created else "duplicate", "", res.memory_id, content)

@@ -13,14 +13,16 @@ import json
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcli.setup.agents import AGENTS, HOOK_MARKER, SERVER_NAME, Machine
+from memcli.setup import openclaw as oc
+from memcli.setup.agents import HOOK_MARKER, SERVER_NAME, Machine
 from memcli.setup.edits import (
-    MISSING, FileChange, SetupError, Workspace, apply_changes, delete_in, dump_json, get_in, load_json, prune_empty,
-    remove_toml_table, set_in, set_toml_table, toml_get, toml_table_block,
+    MISSING, FileChange, SetupError, Workspace, apply_changes, backup_file, delete_in, dump_json, get_in, load_json,
+    prune_empty, remove_toml_table, set_in, set_toml_table, toml_get,
 )
 
 STATE_FILE = "setup-state.json"
@@ -44,6 +46,7 @@ class CommandStep:
     agent: str
     argv: list[str]
     entry: dict[str, Any] | None = None  # the state entry this command creates (None: an undo)
+    record: Callable[[], None] | None = None  # once it succeeded: note in the state what it did
 
     def shell(self) -> str:
         import shlex
@@ -60,10 +63,11 @@ class Plan:
     errors: dict[str, str] = field(default_factory=dict)  # agent -> why it was skipped
     state: FileChange | None = None
     entries: list[dict[str, Any]] = field(default_factory=list)  # the state after this plan
+    late_files: list[FileChange] = field(default_factory=list)  # written after the commands (undoing what they wrote)
 
     @property
     def empty(self) -> bool:
-        return not self.files and not self.commands
+        return not self.files and not self.commands and not self.late_files
 
     def note(self, agent: str, text: str) -> None:
         self.notes.setdefault(agent, []).append(text)
@@ -280,7 +284,14 @@ class _Installer:
                       self.m.mcp_server())
 
     def openclaw(self) -> None:
-        path = self.m.openclaw_config()
+        path, source = self.m.openclaw_config(), oc.plugin_dir()
+        openclaw = self.m.which("openclaw") if self.opts.use_cli else None
+        if openclaw and source:  # memcli's memory plugin (recall, capture, tools) instead of the MCP server alone
+            self.openclaw_plugin(openclaw, path, source)
+            return
+        if source:
+            self.plan.note("openclaw", "memcli's memory plugin is installed with the `openclaw` CLI (on PATH, without "
+                                       "--no-cli); the MCP server is set up instead")
         try:
             self.json_key("openclaw", path, ["mcp", "servers", SERVER_NAME], self.m.mcp_server())
         except SetupError:
@@ -293,6 +304,25 @@ class _Installer:
             self.plan.commands.append(CommandStep("openclaw", [openclaw, "mcp", "set", SERVER_NAME,
                                                                json.dumps(self.m.mcp_server())], entry))
             self.entries.append(entry)
+
+    def openclaw_plugin(self, openclaw: str, path: Path, source: Path) -> None:
+        text = self.ws.read(path)
+        config = oc.plugin_config(self.m)
+        probe = {"agent": "openclaw", "kind": oc.KIND, "file": str(path)}
+        prior = self._keep(probe)
+        if oc.installed(text, path, source, config):
+            if prior:
+                self.entries.append(prior)
+            self.plan.note("openclaw", f"the memcli memory plugin is installed already ({source})")
+            return
+        # the file's text before memcli's first install is what --uninstall puts back, however many runs later
+        entry = dict(probe, plugin_dir=str(source), openclaw=openclaw, previous=prior["previous"] if prior else text)
+        for line in oc.describe(text, path, source):
+            self.plan.note("openclaw", line)
+        for i, argv in enumerate(oc.install_commands(openclaw, source, config)):
+            self.plan.commands.append(CommandStep("openclaw", argv, entry if i == 0 else None,
+                                                  lambda entry=entry: oc.record_written(entry)))
+        self.entries.append(entry)
 
 
 def _is_memcli_group(item: Any) -> bool:
@@ -439,6 +469,16 @@ def plan_uninstall(m: Machine, *, use_cli: bool = True) -> Plan:
             elif kind == "openclaw_mcp_cli":
                 openclaw = (m.which("openclaw") if use_cli else None) or e.get("openclaw")
                 plan.commands.append(CommandStep(agent, [openclaw, "mcp", "unset", SERVER_NAME]))
+            elif kind == oc.KIND:
+                assert path is not None
+                openclaw = (m.which("openclaw") if use_cli else None) or e.get("openclaw")
+                for argv in oc.uninstall_commands(openclaw if openclaw and Path(openclaw).exists() else None):
+                    plan.commands.append(CommandStep(agent, argv))
+                current = ws.read(path)
+                text, exact = oc.restored_text(e, current, path)
+                if not exact:
+                    plan.note(agent, f"{path} changed since setup: only what the plugin's install changed is undone")
+                plan.late_files.append(FileChange(path, current, text))
             if e.get("created_file") and path is not None:
                 created_files.add(path)
         except SetupError as exc:
@@ -460,17 +500,23 @@ def plan_uninstall(m: Machine, *, use_cli: bool = True) -> Plan:
 def apply_plan(plan: Plan, *, run: Any = None) -> ApplyResult:
     """Write the files (with backups), run the commands, record the state."""
     run = run or _run
-    written = [c.path for c in plan.files]
+    written = [c.path for c in plan.files + plan.late_files]
     backup_dir = plan.machine.memcli_home / "backups" / time.strftime("%Y%m%d-%H%M%S")
     backups = apply_changes(plan.files, backup_dir if any(c.before is not None for c in plan.files) else None)
+    backups += [backup_file(c.path, backup_dir) for c in plan.late_files if c.before is not None]
     results = []
     failed: list[dict[str, Any]] = []
+    recorded = False
     for step in plan.commands:
         code, out = run(step.argv)
         results.append((step.shell(), code, out))
         if code != 0 and step.entry is not None:
             failed.append(step.entry)
-    if failed:  # what did not happen is not recorded as done
+        elif code == 0 and step.record is not None:
+            step.record()
+            recorded = True
+    apply_changes(plan.late_files, None)  # after the commands: they rewrite these files in their own way
+    if failed or recorded:  # what did not happen is not recorded as done; what did, is
         plan.entries = [e for e in plan.entries if all(e is not f for f in failed)]
         ws = Workspace()
         ws.read(state_path(plan.machine))
@@ -486,66 +532,14 @@ def apply_plan(plan: Plan, *, run: Any = None) -> ApplyResult:
 
 def _run(argv: list[str]) -> tuple[int, str]:
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        # OpenClaw's CLI takes 7–70 s a command on a busy machine (plugins install/uninstall, config set)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return 1, str(exc)
     return p.returncode, (p.stdout + p.stderr).strip()
 
 
-# ---------------------------------------------------------------------------------------------- print
-def http_snippets(m: Machine, agents: list[str], *, url: str, token: str) -> dict[str, str]:
-    """Each agent's MCP-over-HTTP entry for a running `memcli serve` at ``url`` (its /mcp endpoint), with
-    the bearer token every request needs (`memcli setup --print --http`)."""
-    import shlex
-
-    auth = {"Authorization": f"Bearer {token}"}
-    out: dict[str, str] = {}
-    for agent in agents:
-        if agent == "claude-code":
-            out[agent] = (f"claude mcp add --scope user --transport http {SERVER_NAME} {shlex.quote(url)} "
-                          f"--header {shlex.quote('Authorization: Bearer ' + token)}\n\n# or in {m.claude_json()}:\n"
-                          + json.dumps({"mcpServers": {SERVER_NAME: {"type": "http", "url": url, "headers": auth}}},
-                                       indent=2))
-        elif agent == "codex":
-            out[agent] = f"# {m.codex_config()}\n" + toml_table_block(f"mcp_servers.{SERVER_NAME}",
-                                                                      {"url": url, "http_headers": auth})
-        elif agent in ("gemini", "antigravity"):
-            key = "httpUrl" if agent == "gemini" else "serverUrl"
-            path = AGENTS[agent].config_path(m)
-            out[agent] = f"// {path}\n" + json.dumps({"mcpServers": {SERVER_NAME: {key: url, "headers": auth}}},
-                                                     indent=2)
-        else:
-            out[agent] = f"# {AGENTS[agent].name} starts its MCP servers over stdio here: use `memcli setup --print`."
-    return out
-
-
-def snippets(m: Machine, agents: list[str], *, claude_hooks: str = "settings") -> dict[str, str]:
-    """The config each agent needs, as the user would write it by hand (`memcli setup --print`)."""
-    server = m.mcp_server()
-    out: dict[str, str] = {}
-    for agent in agents:
-        if agent == "claude-code":
-            import shlex
-
-            env = "".join(f" -e {shlex.quote(f'{k}={v}')}" for k, v in server.get("env", {}).items())
-            text = (f"claude mcp add --scope user {SERVER_NAME}{env} -- "
-                    + " ".join(shlex.quote(a) for a in [server["command"], *server["args"]]))
-            if claude_hooks != "none":
-                hooks = {"hooks": {ev: [g] for ev, g in m.hook_groups().items()}}
-                text += (f"\n\n# hooks, merged into {m.claude_config_dir() / 'settings.json'}"
-                         " (or install the plugin instead):\n" + json.dumps(hooks, indent=2))
-            out[agent] = text
-        elif agent == "codex":
-            out[agent] = f"# {m.codex_config()}\n" + toml_table_block(f"mcp_servers.{SERVER_NAME}", server)
-        elif agent == "openclaw":
-            out[agent] = f"// {m.openclaw_config()}\n" + json.dumps({"mcp": {"servers": {SERVER_NAME: server}}},
-                                                                       indent=2)
-        else:
-            path = AGENTS[agent].config_path(m)
-            out[agent] = f"// {path}\n" + json.dumps({"mcpServers": {SERVER_NAME: server}}, indent=2)
-    return out
-
-
+# ---------------------------------------------------------------------------------------------- embedder
 def check_embedder(values: dict[str, Any]) -> str:
     """Embed one sentence with these embedder settings; returns a description or raises MemcliError."""
     from memcli.config import EmbedderConfig

@@ -106,7 +106,7 @@ def apply_changes(changes: list[FileChange], backup_dir: Path | None) -> list[Pa
     backups: list[Path] = []
     for ch in changes:
         if ch.before is not None and backup_dir is not None:
-            backups.append(_backup(ch.path, backup_dir))
+            backups.append(backup_file(ch.path, backup_dir))
         if ch.after is None:
             try:
                 ch.path.unlink()
@@ -117,7 +117,8 @@ def apply_changes(changes: list[FileChange], backup_dir: Path | None) -> list[Pa
     return backups
 
 
-def _backup(path: Path, backup_dir: Path) -> Path:
+def backup_file(path: Path, backup_dir: Path) -> Path:
+    """Copy ``path`` into ``backup_dir`` (mirroring its absolute path); returns the copy."""
     rel = path.resolve()
     target = backup_dir / str(rel).lstrip("/\\").replace(":", "")
     target.parent.mkdir(parents=True, exist_ok=True)
