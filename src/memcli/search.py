@@ -42,7 +42,7 @@ class SearchOptions:
     # documents is noise (every word is rare), so the weight of weak evidence shrinks with the log of the
     # store's size, to nothing at ``keyword_min_size``; a keyword hit that is most of the query still counts
     # (bench/agentfacts.py --small; 0 turns this off)
-    keyword_full_size: int = 200
+    keyword_full_size: int = 150
     keyword_min_size: int = 10
 
 
