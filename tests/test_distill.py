@@ -286,8 +286,10 @@ def test_llm_condensation_within_its_budget(service: MemoryService, fake_llm: st
 
 def test_an_llm_may_confirm_what_the_rules_are_unsure_of_never_what_they_veto(service: MemoryService,
                                                                              fake_llm: str) -> None:
-    owns = service.remember("The mobile team owns the push notification templates.", agent="codex").memory_id
-    belong = service.remember("Push notification templates belong to the mobile team.", agent="gemini").memory_id
+    # two wordings the rules cannot call the same fact on their own (different words on both sides)
+    owns = service.remember("Release notes are written by the docs team before each launch.", agent="codex").memory_id
+    belong = service.remember("Before a launch, technical writers prepare the release notes.",
+                              agent="gemini").memory_id
     always = service.remember("Always run database migrations during business hours", agent="codex").memory_id
     never = service.remember("Never run database migrations during business hours", agent="gemini").memory_id
     llm = LlmSettings(provider="openai", base_url=fake_llm + "/v1", token_budget=5000)
@@ -296,7 +298,7 @@ def test_an_llm_may_confirm_what_the_rules_are_unsure_of_never_what_they_veto(se
         plan = service.distill_plan(DistillOptions(threshold=0.01, llm=llm))
         assert plan.merge == [] and FakeLlm.requests  # asked, and the model did not confirm: no merge
         asked = json.dumps([r["body"] for r in FakeLlm.requests])
-        assert "push notification" in asked and "migrations" not in asked  # a vetoed pair is never asked
+        assert "release notes" in asked and "migrations" not in asked  # a vetoed pair is never asked
         assert {tuple(c["ids"]) for c in plan.conflicts} == {(never, always)}
         FakeLlm.answer, FakeLlm.requests = "SAME", []
         plan = service.distill_plan(DistillOptions(threshold=0.01, llm=llm))
