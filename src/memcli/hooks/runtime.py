@@ -102,7 +102,7 @@ class HookRuntime:
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             return None
-        from memcli.hooks.redact import redact
+        from memcli.redact import redact
 
         # for Stop, before anything can fail; redacted: the state file must not keep a secret either
         self.state.set_prompt(session, redact(prompt))
