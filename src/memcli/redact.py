@@ -146,7 +146,7 @@ def _assign(m: re.Match[str]) -> str:
     value = m.group(4)
     if value.startswith(("[REDACTED", "[private")) or value.lower().strip(".:") in _WORDS:
         return m.group(0)
-    # `password = os.environ["X"]` or `token: str` are code, not secrets
+    # `password = os.environ…` (read from the environment) or `token: str` are code, not secrets
     if value.startswith(("os.", "env.", "process.env", "${", "$", "getenv", "<", "input(")) or value.endswith("("):
         return m.group(0)
     return f"{m.group(1)}{m.group(2)}{m.group(3)}[REDACTED:secret]{m.group(5)}"
@@ -187,16 +187,17 @@ def redact_value(value: Any) -> Any:
     return value
 
 
-def clean_payload(value: Any, key: str | None = None) -> Any:
+def clean_payload(value: Any, redact_text: bool = True) -> Any:
     """A hook payload fit to keep: lone surrogates replaced (the turn is kept, not refused) and every text
     field redacted (ids and paths, :data:`PAYLOAD_IDS`, are only repaired)."""
     if isinstance(value, str):
         fixed = fix_surrogates(value)
-        return fixed if key in PAYLOAD_IDS else redact(fixed)
+        return redact(fixed) if redact_text else fixed
     if isinstance(value, dict):
-        return {fix_surrogates(str(k)): clean_payload(v, str(k)) for k, v in value.items()}
+        return {fix_surrogates(str(k)): clean_payload(v, redact_text and str(k) not in PAYLOAD_IDS)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [clean_payload(v, key) for v in value]
+        return [clean_payload(v, redact_text) for v in value]
     return value
 
 
