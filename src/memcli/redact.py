@@ -62,6 +62,7 @@ _TOKENS: list[tuple[str, re.Pattern[str]]] = [
                            r"|xai-[A-Za-z0-9]{40,}|AIzaSy[0-9A-Za-z_\-]{33})\b")),
     ("square-token", re.compile(r"\bsq0(?:atp|csp|idp)-[A-Za-z0-9_\-]{22,}|\bEAAA[A-Za-z0-9_\-]{56,}")),
     ("atlassian-token", re.compile(r"\bATATT3[A-Za-z0-9_\-=]{60,}")),
+    ("memcli-token", re.compile(r"\bmnemo_[A-Za-z0-9_\-]{24,}")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
 ]
 _BEARER = re.compile(r"(?i)\b(bearer|token|basic)(\s+)([A-Za-z0-9._~+/=\-]{16,})")

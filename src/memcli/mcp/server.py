@@ -1,6 +1,6 @@
 """The MCP face: memcli's tools on the official SDK's :class:`MCPServer`.
 
-One server definition serves both transports: ``memcli mcp`` (stdio, see :func:`run_stdio`) and the
+One server definition serves both transports: ``memcli mcp`` (stdio, see :func:`memcli.mcp.stdio.run_stdio`) and the
 ``/mcp`` endpoint of ``memcli serve`` (Streamable HTTP, mounted by :mod:`memcli.server.app`). Tool results
 are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isError``) with its message.
 """
@@ -193,53 +193,3 @@ def _forbid_unknown_arguments(mcp: MCPServer) -> None:
         tool.fn_metadata.arg_model = type(base.__name__, (base,),
                                           {"model_config": ConfigDict(**base.model_config, extra="forbid")})
         tool.parameters["additionalProperties"] = False
-
-
-def run_stdio(holder: "ServiceHolder") -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin.
-
-    The wire is a private duplicate of fd 1; fd 1 itself points at stderr for the whole run, so nothing
-    (a print, a C library, a child process) can ever write a non-protocol byte to the client.
-    """
-    import io
-    import os
-
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    wire_fd = os.dup(1)
-    os.dup2(2, 1)
-    wire = io.TextIOWrapper(os.fdopen(wire_fd, "wb", buffering=0), encoding="utf-8", write_through=True)
-    server = build_server(holder)
-    holder.warm()
-
-    async def main() -> None:
-        async with stdio_server(stdout=anyio.wrap_file(wire)) as (read_stream, write_stream):
-            low = server._lowlevel_server  # the SDK's own run_stdio_async does exactly this  # noqa: SLF001
-            await low.run(read_stream, write_stream, low.create_initialization_options())
-
-    _exit_on_sigterm(holder)
-
-    try:
-        anyio.run(main)
-    finally:
-        holder.close()
-
-
-def _exit_on_sigterm(holder: "ServiceHolder") -> None:
-    """SIGTERM: let the tool calls in flight finish (their writes land), close the store, exit 0.
-
-    (The session cannot be cancelled in place: the SDK reads stdin in a worker thread that only a new line
-    or EOF wakes up.)"""
-    import os
-    import signal
-    import threading
-
-    def finish() -> None:
-        holder.close(timeout=30)
-        os._exit(0)
-
-    def handler(signum: int, frame: Any) -> None:
-        threading.Thread(target=finish, name="memcli-sigterm", daemon=True).start()
-
-    signal.signal(signal.SIGTERM, handler)

@@ -197,6 +197,10 @@ def admin_routes(gate: TeamGate) -> list[BaseRoute]:
     def admin_only(request: Request) -> None:
         if caller_of(request) != ADMIN:
             raise ForbiddenError("managing spaces needs the server's admin token")
+        if request.scope.get("state", {}).get("memcli_auth_via") != "token":
+            # a web view's browser session is the admin's, but must not mint tokens that outlive it
+            raise ForbiddenError("a browser session cannot manage spaces or tokens: use `memcli space` (the "
+                                 "server's admin token)")
 
     async def body(request: Request) -> dict[str, Any]:
         data = await read_json(request, MAX_BODY)
