@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,11 +163,24 @@ def test_a_token_revoked_with_the_cli_is_refused_at_once(world: World) -> None:
 
     with world.srv.client(timeout=60) as admin:
         token = admin.post("/api/spaces/alpha/tokens", json={"agent": "temp"}).json()
+    stop = threading.Event()
+
+    def agent_at_work() -> None:  # the agent keeps using its token: the server keeps it resolved and cached
+        with world.as_(token["api_token"]) as busy:
+            while not stop.is_set():
+                busy.get("/api/stats")
+                time.sleep(0.05)
+
     with world.as_(token["api_token"]) as temp:
-        assert temp.get("/api/memories").status_code == 200  # resolved, and cached by the server
+        assert temp.get("/api/memories").status_code == 200
+        worker = threading.Thread(target=agent_at_work, daemon=True)
+        worker.start()
         env = {k: None for k in os.environ if k.startswith("MEMCLI_")}
         env.update(MEMCLI_HOME=str(world.srv.home), MEMCLI_EMBEDDER="hash")
-        r = CliRunner().invoke(app, ["space", "token", "revoke", "alpha", token["token_id"], "--json"], env=env)
+        try:
+            r = CliRunner().invoke(app, ["space", "token", "revoke", "alpha", token["token_id"], "--json"], env=env)
+        finally:
+            stop.set()
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["active"] is False
         after = temp.get("/api/memories")
