@@ -185,3 +185,23 @@ def test_a_token_revoked_with_the_cli_is_refused_at_once(world: World) -> None:
         assert json.loads(r.stdout)["active"] is False
         after = temp.get("/api/memories")
         assert after.status_code == 401, after.text
+
+
+# --------------------------------------------------------------------- item 7: the limits the README states
+def test_the_body_and_content_limits_are_the_ones_the_readme_states(world: World) -> None:
+    mib = 1 << 20
+    with world.srv.client(timeout=120) as admin, world.as_(world.alpha) as ann:
+        big = {"content": "x" * 100, "metadata": {"pad": "y" * mib}}
+        assert admin.post("/api/memories", json=big).status_code == 413  # 1 MiB for one memory
+        assert ann.post("/api/memories", json=big).status_code == 413
+        many = [{"content": f"batch item {i} " + "z" * 11_000} for i in range(1000)]  # ~11 MB
+        assert admin.post("/api/memories/batch", json=many).status_code == 413  # 10 MiB for a batch
+        message = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "p" * mib}}
+        for client in (admin, ann):  # /mcp: 1 MiB, whoever sends it
+            r = client.post("/mcp", json=message, headers={"Accept": "application/json, text/event-stream"})
+            assert r.status_code == 413, r.text
+        stop = {"session_id": "s", "last_assistant_message": "w" * (16 * mib)}
+        assert admin.post("/hooks/Stop", json=stop).status_code == 413  # /hooks: 16 MiB
+        assert ann.post("/hooks/Stop", json={**stop, "last_assistant_message": "w" * (11 * mib)}).status_code == 413
+        assert ann.post("/api/memories", json={"content": "c" * 32_001}).status_code == 422  # 32,000 characters
+        assert ann.post("/api/memories", json={"content": "c" * 32_000}).status_code == 201

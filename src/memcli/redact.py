@@ -67,8 +67,11 @@ _TOKENS: list[tuple[str, re.Pattern[str]]] = [
 ]
 _BEARER = re.compile(r"(?i)\b(bearer|token|basic)(\s+)([A-Za-z0-9._~+/=\-]{16,})")
 _AUTH_HEADER = re.compile(r"(?i)\b(authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)([\"']?)([^\s\"',;]+(?:\s+[^\s\"',;]+)?)")
+# Keys are matched from where they start (no earlier word character, dot or dash): a start inside a key
+# finds nothing a start at its beginning would not, and every start scans the rest of its key, so one long
+# dotted word ("a.a.a.…", 32,000 characters) cost minutes without the lookbehind.
 _ASSIGN = re.compile(
-    r"(?i)([\"']?\b[\w.\-]*?(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
+    r"(?i)((?<![\w.\-])[\"']?[\w.\-]*?(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
     r"private[_\-]?key|secret[_\-]?key|client[_\-]?secret|auth[_\-]?token|credentials?|account[_\-]?key|"
     r"shared[_\-]?access[_\-]?key|signing[_\-]?key|encryption[_\-]?key)\b[\"']?)(\s*(?:=|:|=>)\s*)"
     r"([\"']?)([^\s\"',;}{)]{4,})(\3)")
@@ -76,7 +79,7 @@ _WORDS = frozenset("""none null true false required optional str string int bool
 from with your our their which what will would should must can could is are was were be been being empty
 missing stored set unset env environment variable variables field value values here there below above
 config configured see same new old default example placeholder redacted hidden""".split())
-_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]+:)([^@\s/]+)(@)")
+_URL_PASSWORD = re.compile(r"(?<![a-zA-Z0-9+.\-])([a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]+:)([^@\s/]+)(@)")
 _CLI_PASSWORD = re.compile(r"(?<![\w-])(--?(?:password|passwd|token|secret|api-key|apikey)(?:=|\s+))([^\s\"']+)",
                            re.IGNORECASE)
 # "the password is hunter2", "set the API token to 9f…": a secret named in prose, without `=` or `:`
