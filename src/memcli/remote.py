@@ -263,9 +263,9 @@ class RemoteService:
                       progress: Any = None) -> list[RememberResult]:
         """Store several memories (``NewMemory`` objects) in one batch request."""
         fields = ("content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
-                  "project", "created_at", "keep_secrets")
-        body = [_drop_none({f: getattr(it, f, None) or (None if f == "keep_secrets" else getattr(it, f, None))
-                            for f in fields}) for it in items]
+                  "project", "created_at")
+        body = [_drop_none({**{f: getattr(it, f, None) for f in fields},
+                            "keep_secrets": getattr(it, "keep_secrets", False) or None}) for it in items]
         d = self._request("POST", "/api/memories/batch", body={"memories": body})
         return [_result(r) for r in (d or {}).get("results", [])]
 
