@@ -318,7 +318,7 @@ def check_hooks_worked(label: str, env: dict[str, str], injected: int) -> None:
     logged no failure, and a run through run.sh only if it took the launcher's fast path."""
     log = Path(env["MEMCLI_HOME"]) / "logs" / "hooks.log"
     failed = [ln for ln in (log.read_text().splitlines() if log.exists() else [])
-              if "hook failed" in ln or "did not answer" in ln or "Error" in ln]
+              if " client[" in ln and ("hook failed" in ln or "did not answer" in ln)]
     if failed or not injected:
         raise SystemExit(f"{label}: the hooks did not work ({injected} injected); {log}: {failed[-3:]}")
     if "CLAUDE_PLUGIN_DATA" in env:
