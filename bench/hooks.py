@@ -312,6 +312,22 @@ def remote_runs(home: Path, port: int, env: dict[str, str], lenv: dict[str, str]
             ("UserPromptSubmit, team mode via run.sh", launcher, tlenv)]
 
 
+def check_hooks_worked(label: str, env: dict[str, str], injected: int) -> None:
+    """A hook that fails is fast and silent by design: time it and you time the failure (the team-mode figure
+    once timed `ModuleNotFoundError` under run.sh). So a run counts only if its hooks injected something and
+    logged no failure, and a run through run.sh only if it took the launcher's fast path."""
+    log = Path(env["MEMCLI_HOME"]) / "logs" / "hooks.log"
+    failed = [ln for ln in (log.read_text().splitlines() if log.exists() else [])
+              if " client[" in ln and ("hook failed" in ln or "did not answer" in ln)]
+    if failed or not injected:
+        raise SystemExit(f"{label}: the hooks did not work ({injected} injected); {log}: {failed[-3:]}")
+    if "CLAUDE_PLUGIN_DATA" in env:
+        cache = Path(env["CLAUDE_PLUGIN_DATA"]) / "python"
+        lines = cache.read_text().splitlines() if cache.exists() else []
+        if len(lines) < 2 or not lines[1].endswith("client.py"):
+            raise SystemExit(f"{label}: run.sh did not take its fast path (python -I -S client.py): {lines}")
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, int(round(q / 100 * (len(xs) - 1)))))]
@@ -369,6 +385,7 @@ def main() -> None:
             row = summary(label, times)
             row["injected"] = injected
             rows.append(row)
+            check_hooks_worked(label, e, injected)
         times = []
         for i in range(max(10, args.n // 2)):
             ms, out = run_hook(client + ["SessionStart"], {"session_id": f"ss-{i}", "cwd": str(proj),

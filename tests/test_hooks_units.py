@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memcli.hooks import client, transport
-from memcli.hooks.redact import redact
+from memcli.redact import redact
 from memcli.hooks.summarize import extractive
 from memcli.hooks.text import is_trivial, last_turn, strip_injected
 

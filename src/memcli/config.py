@@ -90,7 +90,7 @@ class ServerConfig:
 
 
 DEFAULT_COLUMNS = ("backlog", "todo", "doing", "review", "done")
-_COLUMN_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+_COLUMN_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")  # always fullmatch (`$` would let "done\n" in)
 MAX_JOB_TIMEOUT = 86_400.0
 
 
@@ -271,7 +271,7 @@ def _board_config(raw: Any, origin: str) -> BoardConfig:
         raise ConfigError(f"{origin}: unknown setting(s) in [board]: {', '.join(unknown)}")
     cols = raw.get("columns", list(DEFAULT_COLUMNS))
     if (not isinstance(cols, list) or not 2 <= len(cols) <= 12
-            or not all(isinstance(c, str) and _COLUMN_RE.match(c) for c in cols) or len(set(cols)) != len(cols)):
+            or not all(isinstance(c, str) and _COLUMN_RE.fullmatch(c) for c in cols) or len(set(cols)) != len(cols)):
         raise ConfigError(f"{origin}: [board] columns must be a list of 2..12 distinct lowercase names "
                           f"(letters, digits, _ -), e.g. {list(DEFAULT_COLUMNS)}")
     return BoardConfig(columns=list(cols))
@@ -286,7 +286,7 @@ def _jobs_config(raw: Any, origin: str) -> dict[str, JobConfig]:
     jobs: dict[str, JobConfig] = {}
     for name, spec in raw.items():
         where = f"{origin}: [jobs.{name}]"
-        if not _COLUMN_RE.match(name):
+        if not _COLUMN_RE.fullmatch(name):
             raise ConfigError(f"{where}: a job name is lowercase letters, digits, _ and - (max 32)")
         if not isinstance(spec, dict):
             raise ConfigError(f"{where} must be a table with a command")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class MemcliError(Exception):
     """Base error: a clear message for the user. ``exit_code`` is what the CLI exits with."""
@@ -99,3 +101,14 @@ class UnreachableError(MemcliError):
 
     code = "unreachable"
     http_status = 502
+
+
+_SOURCE_LOCATION = re.compile(r",?\s*(?:[A-Za-z]:)?[/\\][^\s,;:'\"]+\.(?:rs|py|c|cc|cpp|h):\d+(?::\d+)?")
+_ABS_PATH = re.compile(r"(?<![\w.:/])(?:/[\w.@+\-]+){2,}/?")
+
+
+def public_message(message: str, status: int) -> str:
+    """An error message fit for a client: never a source location of a library (``…/planner.rs:967:13``),
+    and in a server error (5xx) no path of the server's machine either."""
+    message = _SOURCE_LOCATION.sub("", message)
+    return _ABS_PATH.sub("<path>", message) if status >= 500 else message

@@ -27,7 +27,7 @@ SOURCES = ("cli", "hook:stop", "mcp", "api", "distill", "import")
 ACTIVE, SUPERSEDED, ARCHIVED = "active", "superseded", "archived"
 STATUSES = (ACTIVE, SUPERSEDED, ARCHIVED)
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}")  # always fullmatch
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d|w|y)?\s*$", re.IGNORECASE)
 _DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
                    "d": 86_400_000, "w": 604_800_000, "y": 31_536_000_000}
@@ -89,7 +89,7 @@ def validate_content(text: Any) -> str:
 
 def validate_namespace(namespace: Any) -> str:
     """A namespace is a simple name: letters, digits and ._:@/+- (max 128)."""
-    if not isinstance(namespace, str) or not _NAME_RE.match(namespace):
+    if not isinstance(namespace, str) or not _NAME_RE.fullmatch(namespace):  # fullmatch: `$` lets "a\n" in
         raise ValidationError(
             f"invalid namespace {namespace!r}: use letters, digits and . _ : @ / + - (1-128 characters)"
         )
@@ -115,7 +115,7 @@ def normalise_scope(scope: Any = None, agent: Any = None) -> str:
     if scope == "global":
         return scope
     name = scope[len("agent:"):] if scope.startswith("agent:") else scope
-    if ":" in name or not _NAME_RE.match(name):
+    if ":" in name or not _NAME_RE.fullmatch(name):
         raise ValidationError(
             f"invalid scope {scope!r}: use 'global' or 'agent:<name>' (name: letters, digits, . _ @ / + -)"
         )

@@ -12,9 +12,11 @@ from memcli.models import (
     validate_content, validate_importance, validate_key, validate_metadata, validate_namespace, validate_project,
     validate_tags, validate_thread,
 )
+from memcli.redact import redact, redact_value
 
 if TYPE_CHECKING:
     from memcli.embedders import Embedder
+    from memcli.store import MemoryStore
 
 Progress = Callable[[int, int], None]
 
@@ -94,3 +96,48 @@ def reusable_vector(v: Any, dim: int) -> list[float] | None:
     arr = np.asarray(v, dtype=np.float64)
     norm = float(np.linalg.norm(arr)) if np.all(np.isfinite(arr)) else 0.0
     return [float(x) for x in v] if norm > 1e-6 else None
+
+
+def redact_memory(mem: Memory) -> bool:
+    """Redact an imported memory's content, context and metadata in place (its content hash follows).
+    Returns whether anything changed."""
+    content, context, metadata = redact(mem.content), [redact(c) for c in mem.context], redact_value(mem.metadata)
+    if (content, context, metadata) == (mem.content, mem.context, mem.metadata):
+        return False
+    mem.content, mem.context, mem.metadata = content, context, metadata
+    mem.content_hash = content_hash(content)
+    return True
+
+
+def namespaced_id(memory_id: str, namespace: str) -> str:
+    """The id a memory takes in ``namespace`` when another namespace holds its id already: the same time
+    part (ids still sort by creation), the rest a hash of both (the same record imported again finds it)."""
+    import hashlib
+
+    h = hashlib.sha256(f"{namespace}\n{memory_id}".encode("utf-8")).hexdigest()
+    head = memory_id.replace("-", "")[:12]
+    if len(head) != 12:
+        head = h[-12:]
+    v = f"{head}7{h[:3]}{8 | (int(h[3], 16) & 3):x}{h[4:19]}"
+    return f"{v[:8]}-{v[8:12]}-{v[12:16]}-{v[16:20]}-{v[20:]}"
+
+
+def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]]) -> list[tuple[Memory, Any]]:
+    """The imported memories (with their vectors) that their namespace does not hold yet. An id is only
+    looked up within the memory's namespace; one that another namespace holds takes :func:`namespaced_id`
+    instead, so whether an id exists elsewhere changes nothing a caller sees (the same memory may be in two
+    spaces)."""
+    def owners(ids: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            found.update({m.id: m.namespace for m in store.get_many(ids[start:start + 500])})
+        return found
+
+    known = owners([m.id for m, _ in mems])
+    moved = []
+    for m, _ in mems:
+        if m.id in known and known[m.id] != m.namespace:
+            m.id = namespaced_id(m.id, m.namespace)
+            moved.append(m.id)
+    known.update(owners(moved))
+    return [(m, v) for m, v in mems if known.get(m.id) != m.namespace]

@@ -249,12 +249,14 @@ class RemoteService:
                  agent: str | None = None, importance: float = 0.5, key: str | None = None,
                  ttl: str | int | None = None, metadata: dict[str, Any] | str | None = None,
                  namespace: str | None = None, project: str | None = None, source: str = "cli",
-                 created_at: int | None = None, thread: str | None = None) -> RememberResult:
+                 created_at: int | None = None, thread: str | None = None,
+                 keep_secrets: bool = False) -> RememberResult:
         """Store one memory (see ``MemoryService.remember``); the server records it as written by ``api``."""
         body = _drop_none({"content": content, "tags": list(tags) if tags else None, "scope": scope,
                            "agent": agent, "importance": importance, "key": key, "ttl": ttl, "metadata": metadata,
                            "namespace": namespace or self.namespace,
-                           "project": project if project is not None else self.project, "created_at": created_at})
+                           "project": project if project is not None else self.project, "created_at": created_at,
+                           "keep_secrets": keep_secrets or None})
         return _result(self._request("POST", "/api/memories", body=body))
 
     def remember_many(self, items: Sequence[Any], *, source: str = "cli",
@@ -262,18 +264,19 @@ class RemoteService:
         """Store several memories (``NewMemory`` objects) in one batch request."""
         fields = ("content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
                   "project", "created_at")
-        body = [_drop_none({f: getattr(it, f, None) for f in fields}) for it in items]
+        body = [_drop_none({**{f: getattr(it, f, None) for f in fields},
+                            "keep_secrets": getattr(it, "keep_secrets", False) or None}) for it in items]
         d = self._request("POST", "/api/memories/batch", body={"memories": body})
         return [_result(r) for r in (d or {}).get("results", [])]
 
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
                importance: float | None = None, scope: str | None = None, agent: str | None = None,
                metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
-               expected_version: int | None = None, source: str = "cli") -> Memory:
+               expected_version: int | None = None, source: str = "cli", keep_secrets: bool = False) -> Memory:
         """Change a memory (see ``MemoryService.update``); a stale ``expected_version`` → VersionConflictError."""
         body = _drop_none({"content": content, "tags": list(tags) if tags is not None else None,
                            "importance": importance, "scope": scope, "agent": agent, "metadata": metadata,
-                           "ttl": ttl, "expected_version": expected_version})
+                           "ttl": ttl, "expected_version": expected_version, "keep_secrets": keep_secrets or None})
         return _memory(self._request("PATCH", "/api/memories/" + quote(ref, safe=""), body=body))
 
     def forget(self, refs: Sequence[str] | str, *, source: str = "cli") -> list[str]:
@@ -292,15 +295,17 @@ class RemoteService:
         return [RemoteEvent(e) for e in d or []]
 
     def export(self, *, namespace: str | None = None, scope: str | None = None, tags: Sequence[str] | None = None,
-               with_vectors: bool = False, include_expired: bool = True) -> list[Memory]:
+               with_vectors: bool = False, include_expired: bool = True,
+               include_archived: bool = False) -> list[Memory]:
         """Every memory the token may see (its space), oldest first, as full records (no vectors)."""
-        d = self.export_records(namespace=namespace, scope=scope, tags=tags)
+        d = self.export_records(namespace=namespace, scope=scope, tags=tags, include_archived=include_archived)
         return [_memory_from_record(r) for r in d["records"]]
 
     def export_records(self, *, namespace: str | None = None, scope: str | None = None,
-                       tags: Sequence[str] | None = None) -> dict[str, Any]:
+                       tags: Sequence[str] | None = None, include_archived: bool = False) -> dict[str, Any]:
         """``{"embedder", "records"}`` of ``GET /api/export``."""
-        q: list[tuple[str, Any]] = [("namespace", namespace), ("scope", scope)] + [("tag", t) for t in tags or ()]
+        q: list[tuple[str, Any]] = [("namespace", namespace), ("scope", scope),
+                                    ("include_archived", include_archived or None)] + [("tag", t) for t in tags or ()]
         d = self._request("GET", "/api/export", q)
         if not isinstance(d, dict) or not isinstance(d.get("records"), list):
             raise UnreachableError("export: the server's answer is not an export")
@@ -308,19 +313,21 @@ class RemoteService:
         return d
 
     def import_new(self, records: list[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
-                   skip_same_content: bool = False) -> dict[str, int]:
+                   skip_same_content: bool = False, keep_secrets: bool = False) -> dict[str, int]:
         """``POST /api/import``: records not stored yet (by id; with ``skip_same_content`` by content too)."""
         d = self._request("POST", "/api/import", body=_drop_none({
-            "records": records, "embedder": vectors_identity, "skip_same_content": skip_same_content or None}))
+            "records": records, "embedder": vectors_identity, "skip_same_content": skip_same_content or None,
+            "keep_secrets": keep_secrets or None}))
         return {"read": int(d["read"]), "added": int(d["added"]), "skipped": int(d["skipped"])}
 
     def import_records(self, records: Sequence[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
-                       progress: Any = None, batch: int = IMPORT_BATCH) -> dict[str, int]:
+                       progress: Any = None, batch: int = IMPORT_BATCH, keep_secrets: bool = False) -> dict[str, int]:
         """Import export records through the server, in batches (idempotent by id)."""
         recs = list(records)
         total = {"read": 0, "added": 0, "skipped": 0}
         for start in range(0, len(recs), batch):
-            res = self.import_new(recs[start:start + batch], vectors_identity=vectors_identity)
+            res = self.import_new(recs[start:start + batch], vectors_identity=vectors_identity,
+                                  keep_secrets=keep_secrets)
             for k in total:
                 total[k] += res[k]
             if progress:

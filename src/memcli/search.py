@@ -21,7 +21,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memcli.models import Memory, RecallHit
+from memcli.errors import ValidationError
+from memcli.models import MAX_TIME_MS, Memory, RecallHit
 from memcli.store import ACTIVE_FILTER, quote
 
 
@@ -70,9 +71,9 @@ def build_where(
         conds = [f"array_has(tags, {quote(t)})" for t in tags]
         parts.append("(" + " AND ".join(conds) + ")")
     if since is not None:
-        parts.append(f"created_at >= {int(since)}")
+        parts.append(f"created_at >= {_time_bound(since, 'since')}")
     if until is not None:
-        parts.append(f"created_at <= {int(until)}")
+        parts.append(f"created_at <= {_time_bound(until, 'until')}")
     if project is not None:
         parts.append(f"project = {quote(project)}")
     if source is not None:
@@ -82,6 +83,14 @@ def build_where(
         parts.append(f"(expires_at IS NULL OR expires_at > {int(now)}"
                      + (" OR status = 'archived')" if include_archived else ")"))
     return " AND ".join(parts) if parts else None
+
+
+def _time_bound(value: Any, name: str) -> int:
+    """A time filter in epoch ms that the store can compare: within ±year 9999 (a bigger number would be a
+    store error, not "no match")."""
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > MAX_TIME_MS:
+        raise ValidationError(f"{name} must be epoch milliseconds within year 9999, got {value!r}")
+    return value
 
 
 Key = Hashable  # a candidate's handle: its row id in one snapshot of the store

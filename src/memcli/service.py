@@ -17,7 +17,8 @@ from memcli.models import (
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
     validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
 )
-from memcli.records import embed_memories, record_to_memory, reusable_vector
+from memcli.records import embed_memories, not_in_namespace, record_to_memory, redact_memory, reusable_vector
+from memcli.redact import redact, redact_value
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
 from memcli.store import ACTIVE_FILTER, memory_to_row, quote
 
@@ -46,6 +47,15 @@ class NewMemory:
     project: str | None = None
     created_at: int | None = None
     thread: str | None = None
+    keep_secrets: bool = False  # store the text as given: an explicit opt-out, noted in the audit log
+
+
+KEPT_SECRETS = "keep_secrets: stored as given, secrets not redacted"
+
+
+def _note(keep_secrets: bool, note: str = "") -> str:
+    """The audit note of a write; a write that opted out of redaction says so."""
+    return "; ".join(n for n in (note, KEPT_SECRETS if keep_secrets else "") if n)
 
 
 class MemoryService:
@@ -104,6 +114,9 @@ class MemoryService:
         if source not in SOURCES:
             raise ValidationError(f"unknown source {source!r}")
         content = validate_content(item.content)
+        metadata = validate_metadata(item.metadata)
+        if not item.keep_secrets:  # secrets pasted by accident never reach the store (memcli.redact)
+            content, metadata = redact(content), redact_value(metadata)
         ttl_ms = parse_duration_ms(item.ttl) if item.ttl is not None else None
         created = validate_time_ms(item.created_at, "created_at") if item.created_at is not None else now
         return Memory(
@@ -112,7 +125,7 @@ class MemoryService:
             scope=normalise_scope(item.scope, item.agent) if (item.scope or item.agent) else (
                 normalise_scope(agent=self.agent) if self.agent else "global"),
             tags=validate_tags(item.tags), importance=validate_importance(item.importance),
-            key=validate_key(item.key), metadata=validate_metadata(item.metadata), source=source,
+            key=validate_key(item.key), metadata=metadata, source=source,
             created_at=created, updated_at=now, expires_at=(now + ttl_ms) if ttl_ms else None, version=1,
             content_hash=content_hash(content), thread=validate_thread(item.thread),
         )
@@ -132,14 +145,16 @@ class MemoryService:
                  agent: str | None = None, importance: float = 0.5, key: str | None = None,
                  ttl: str | int | None = None, metadata: dict[str, Any] | str | None = None,
                  namespace: str | None = None, project: str | None = None, source: str = "cli",
-                 created_at: int | None = None, thread: str | None = None) -> RememberResult:
+                 created_at: int | None = None, thread: str | None = None,
+                 keep_secrets: bool = False) -> RememberResult:
         """Store one memory. Same content again (same namespace and scope) returns the existing id and
         writes nothing; the same ``key`` again updates that memory; similar memories are reported in
         ``duplicate_of`` but the write still happens. ``thread`` groups memories of one conversation: each
-        is then also indexed with the thread's previous memories as context."""
+        is then also indexed with the thread's previous memories as context. Secrets in the content and
+        metadata are redacted unless ``keep_secrets``."""
         item = NewMemory(content=content, tags=tags, scope=scope, agent=agent, importance=importance, key=key,
                          ttl=ttl, metadata=metadata, namespace=namespace, project=project, created_at=created_at,
-                         thread=thread)
+                         thread=thread, keep_secrets=bool(keep_secrets))
         return self.remember_many([item], source=source)[0]
 
     def remember_many(self, items: Sequence[NewMemory], *, source: str = "cli",
@@ -167,7 +182,7 @@ class MemoryService:
             if m.key is not None:
                 existing = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key)}", 1)
                 if existing:
-                    self._upsert_by_key(existing[0], m, source, actor(i))
+                    self._upsert_by_key(existing[0], m, source, actor(i), items[i].keep_secrets)
                     results[i] = RememberResult(memory_id=existing[0].id, created=False, updated=True)
                     continue
             ident = (m.namespace, m.scope, m.content_hash)
@@ -192,7 +207,8 @@ class MemoryService:
                 rows.append(memory_to_row(mems[i], vec, cvec))
             self.store.add(rows)
             self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
-                                    namespace=mems[i].namespace, version=1) for i in to_write])
+                                    namespace=mems[i].namespace, version=1, note=_note(items[i].keep_secrets))
+                         for i in to_write])
         return [r for r in results if r is not None]
 
     def _existing_by_hash(self, mems: Sequence[Memory], now: int) -> dict[tuple[str, str, str], str]:
@@ -223,7 +239,8 @@ class MemoryService:
             m.context = [p.content for p in recent[k][-window:]]
             recent[k].append(m)
 
-    def _upsert_by_key(self, old: Memory, new: Memory, source: str, actor: str | None = None) -> None:
+    def _upsert_by_key(self, old: Memory, new: Memory, source: str, actor: str | None = None,
+                       keep_secrets: bool = False) -> None:
         values: dict[str, Any] = {"tags": new.tags, "importance": new.importance, "scope": new.scope,
                                   "metadata": new.metadata, "expires_at": new.expires_at, "updated_at": new.updated_at,
                                   "version": old.version + 1, "source": new.source}
@@ -235,7 +252,8 @@ class MemoryService:
         if not self.store.update(old.id, values, expected_version=old.version):
             raise VersionConflictError(f"memory {old.id} changed while it was being updated; try again")
         self._audit([AuditEvent(memory_id=old.id, action="update", actor=actor or self._actor(source),
-                                namespace=old.namespace, version=old.version + 1, note=f"key {new.key}",
+                                namespace=old.namespace, version=old.version + 1,
+                                note=_note(keep_secrets, f"key {new.key}"),
                                 changes=diff(_fields(old), values))])
 
     def _vector_values(self, content: str, context: list[str]) -> dict[str, Any]:
@@ -256,6 +274,8 @@ class MemoryService:
         query = query.strip()[:4000]
         if not 1 <= int(top_k) <= 1000:
             raise ValidationError("top_k must be between 1 and 1000")
+        if not 0.0 <= float(min_score) <= 1.0:  # NaN too
+            raise ValidationError("min_score must be between 0 and 1")
         scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
         now = now_ms()
         proj = project if project is not None else self.project
@@ -306,7 +326,7 @@ class MemoryService:
                         threshold: float | None = None) -> DuplicateCheck:
         """Is this content already remembered? Memories with a similarity ≥ threshold are listed, each with
         its relation to ``content``; it is a duplicate only when one states the same fact."""
-        text = validate_content(content)
+        text = redact(validate_content(content))  # as it would be stored
         thr = self.duplicate_threshold if threshold is None else float(threshold)
         if not 0.0 <= thr <= 1.0:
             raise ValidationError("threshold must be between 0 and 1")
@@ -356,9 +376,10 @@ class MemoryService:
                importance: float | None = None, scope: str | None = None, agent: str | None = None,
                metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
                expected_version: int | None = None, source: str = "cli", action: str = "update",
-               note: str = "") -> Memory:
+               note: str = "", keep_secrets: bool = False) -> Memory:
         """Change a memory; re-embeds only when the content changes; version + 1. ``action``/``note``: what
-        the audit log calls the change (a team space's LLM merge records "merge")."""
+        the audit log calls the change (a team space's LLM merge records "merge"). Secrets in the new content
+        and metadata are redacted unless ``keep_secrets``."""
         mem = self.get(ref)
         if expected_version is not None and int(expected_version) != mem.version:
             raise VersionConflictError(
@@ -367,6 +388,7 @@ class MemoryService:
         values: dict[str, Any] = {}
         if content is not None:
             text = validate_content(content)
+            text = text if keep_secrets else redact(text)
             if content_hash(text) != mem.content_hash or text != mem.content:
                 values.update(content=text, content_hash=content_hash(text))
                 if content_hash(text) != mem.content_hash:
@@ -378,7 +400,7 @@ class MemoryService:
         if scope is not None or agent is not None:
             values["scope"] = normalise_scope(scope, agent)
         if metadata is not None:
-            values["metadata"] = validate_metadata(metadata)
+            values["metadata"] = validate_metadata(metadata) if keep_secrets else redact_value(validate_metadata(metadata))
         if ttl is not None:
             keep = isinstance(ttl, str) and ttl.strip().lower() in ("never", "none")
             values["expires_at"] = None if keep else now_ms() + parse_duration_ms(ttl)
@@ -388,7 +410,8 @@ class MemoryService:
         if not self.store.update(mem.id, values, expected_version=mem.version):
             raise VersionConflictError(f"memory {mem.id} changed while it was being updated; read it and try again")
         self._audit([AuditEvent(memory_id=mem.id, action=action, actor=self._actor(source), namespace=mem.namespace,
-                                version=mem.version + 1, changes=diff(_fields(mem), values), note=note)])
+                                version=mem.version + 1, changes=diff(_fields(mem), values),
+                                note=_note(keep_secrets, note))])
         updated = self.store.get(mem.id)
         assert updated is not None
         return updated
@@ -443,9 +466,11 @@ class MemoryService:
         yield from mems
 
     def import_records(self, records: Iterable[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
-                       progress: Progress | None = None, batch: int = 64) -> dict[str, int]:
-        """Import full-fidelity records (export's JSONL). Idempotent by id; vectors reused when the
-        exporting embedder matches, else re-embedded."""
+                       progress: Progress | None = None, batch: int = 64, keep_secrets: bool = False) -> dict[str, int]:
+        """Import full-fidelity records (export's JSONL). Idempotent by id within the record's namespace (an
+        id another namespace holds is imported under an id derived from both: the same memory may be in two
+        spaces); vectors reused when the exporting embedder matches and redaction changed nothing, else
+        re-embedded. Secrets are redacted unless ``keep_secrets``."""
         from memcli.store import same_embedder
 
         reuse = vectors_identity is not None and same_embedder(vectors_identity, self.embedder.identity())
@@ -459,14 +484,13 @@ class MemoryService:
                 if vec is not None:  # context vector: its own if exported, else the same vector
                     cvec = reusable_vector(r.get("context_vector"), self.embedder.dim)
                     vec = (vec, cvec if cvec is not None else vec)
-                mems.append((record_to_memory(r), vec))
+                mem = record_to_memory(r)
             except ValidationError as exc:
                 raise ValidationError(f"record {i + 1}: {exc.message}") from None
-        existing = set()
-        for start in range(0, len(mems), 500):
-            chunk = [m.id for m, _ in mems[start:start + 500]]
-            existing |= {m.id for m in self.store.get_many(chunk)}
-        todo = [(m, v) for m, v in mems if m.id not in existing]
+            if not keep_secrets and redact_memory(mem):
+                vec = None  # the vectors of the text as it was: embed what is stored
+            mems.append((mem, vec))
+        todo = not_in_namespace(self.store, mems)
         added = 0
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
@@ -478,7 +502,8 @@ class MemoryService:
             added += n
             if n:
                 self._audit([AuditEvent(memory_id=m.id, action="import", actor=self._actor("import"),
-                                        namespace=m.namespace, version=m.version) for m, _ in chunk])
+                                        namespace=m.namespace, version=m.version, note=_note(keep_secrets))
+                             for m, _ in chunk])
             if progress:
                 progress(min(start + batch, len(todo)), len(todo))
         return {"read": len(recs), "added": added, "skipped": len(recs) - added}

@@ -331,11 +331,16 @@ class SpaceService(MemoryService):
         from memcli.models import validate_tags
 
         if self.conflicts is None or content is None or expected is None or any(
-                v is not None for k, v in other.items() if k not in ("action", "note")):
+                v is not None for k, v in other.items() if k not in ("action", "note", "keep_secrets")):
             return None
         mem = self.get(ref)
         based = int(expected)
-        out = self.conflicts.merge(self.namespace, mem, validate_content(content), based,
+        intended = validate_content(content)
+        if not other.get("keep_secrets"):  # the LLM never sees a secret the store would not keep
+            from memcli.redact import redact
+
+            intended = redact(intended)
+        out = self.conflicts.merge(self.namespace, mem, intended, based,
                                    lambda: self.store.audit.history(mem.id))
         if out is None:
             return None
@@ -344,8 +349,8 @@ class SpaceService(MemoryService):
             union = list(mem.tags) + [t for t in validate_tags(tags) if t not in mem.tags]
         # conditional on the version the LLM saw: a writer that got in meanwhile makes this a 412 too
         updated = MemoryService.update(self, mem.id, content=out.text, tags=union, expected_version=mem.version,
-                                       source=source, action="merge",
-                                       note=f"llm-merge of v{based} with v{mem.version}")
+                                       source=source, action="merge", note=f"llm-merge of v{based} with v{mem.version}",
+                                       keep_secrets=bool(other.get("keep_secrets")))
         return MergedMemory.of(updated, based, mem.version)
 
     def history(self, ref: str) -> list[AuditEvent]:

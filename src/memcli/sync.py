@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcli.models import content_hash
 from memcli.reader import quote
+from memcli.redact import redact
 
 if TYPE_CHECKING:
     from memcli.remote import RemoteService
@@ -23,9 +24,9 @@ Progress = Callable[[int, int], None]
 
 
 def export_records(svc: "MemoryService", *, namespace: str | None = None, scope: str | None = None,
-                   tags: Sequence[str] | None = None) -> dict[str, Any]:
+                   tags: Sequence[str] | None = None, include_archived: bool = False) -> dict[str, Any]:
     """Every matching memory as an export record (no vectors), with the store's embedder identity."""
-    mems = svc.export(namespace=namespace, scope=scope, tags=tags)
+    mems = svc.export(namespace=namespace, scope=scope, tags=tags, include_archived=include_archived)
     return {"embedder": svc.store.stored_identity, "records": [m.record() for m in mems]}
 
 
@@ -34,14 +35,18 @@ def _target_ns(svc: "MemoryService", rec: dict[str, Any], namespace: str | None)
 
 
 def import_new(svc: "MemoryService", records: list[Any], *, vectors_identity: dict[str, Any] | None = None,
-               skip_same_content: bool = False, namespace: str | None = None) -> dict[str, int]:
+               skip_same_content: bool = False, namespace: str | None = None,
+               keep_secrets: bool = False) -> dict[str, int]:
     """Import records (idempotent by id); with ``skip_same_content`` also skip a record whose content the
-    target namespace already holds. ``namespace`` puts every record there (a space's service ignores it:
-    its own namespace wins)."""
+    target namespace already holds (as it would be stored: redacted unless ``keep_secrets``). ``namespace``
+    puts every record there (a space's service ignores it: its own namespace wins)."""
     recs = [dict(r, namespace=_target_ns(svc, r, namespace)) if isinstance(r, dict) else r for r in records]
     dropped = 0
     if skip_same_content:
-        keyed = [(r, content_hash(r["content"].strip())) for r in recs
+        def stored_hash(text: str) -> str:
+            return content_hash(text.strip() if keep_secrets else redact(text.strip()))
+
+        keyed = [(r, stored_hash(r["content"])) for r in recs
                  if isinstance(r, dict) and isinstance(r.get("content"), str)]
         known: set[tuple[str, str]] = set()
         for ns in {r["namespace"] for r, _ in keyed}:
@@ -54,15 +59,15 @@ def import_new(svc: "MemoryService", records: list[Any], *, vectors_identity: di
         kept = []
         for r in recs:
             if isinstance(r, dict) and isinstance(r.get("content"), str):
-                k = (r["namespace"], content_hash(r["content"].strip()))
+                k = (r["namespace"], stored_hash(r["content"]))
                 if k in known or k in seen:
                     dropped += 1
                     continue
                 seen.add(k)
             kept.append(r)
         recs = kept
-    res = svc.import_records(recs, vectors_identity=vectors_identity) if recs else {"read": 0, "added": 0,
-                                                                                      "skipped": 0}
+    res = svc.import_records(recs, vectors_identity=vectors_identity, keep_secrets=keep_secrets) if recs else {
+        "read": 0, "added": 0, "skipped": 0}
     return {"read": len(records), "added": res["added"], "skipped": res["skipped"] + dropped}
 
 

@@ -19,6 +19,9 @@ def register(app: typer.Typer) -> None:
     def import_(
         ctx: typer.Context,
         file: str = typer.Argument(..., metavar="FILE", help="A `memcli export` file (JSONL or JSON), or - for stdin."),
+        keep_secrets: bool = typer.Option(
+            False, "--keep-secrets", help="Store the records exactly as given (by default API keys, tokens, "
+            "passwords and private keys are replaced by [REDACTED:kind]); noted in the audit log."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Import memories from an export. Importing the same file twice adds nothing; vectors are reused
@@ -33,7 +36,7 @@ def register(app: typer.Typer) -> None:
         svc = st.service()
         with progress("Importing") as bar:
             res = svc.import_records(records, vectors_identity=identity if isinstance(identity, dict) else None,
-                                     progress=bar)
+                                     progress=bar, **({"keep_secrets": True} if keep_secrets else {}))
         emit({"ok": True, **res}, st.json, lambda d: out.print(
             f"[green]Imported[/green] {d['added']} of {d['read']} memories ({d['skipped']} already present)"))
 

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
         Example: claude mcp add --scope user memcli -- memcli mcp
         """
-        from memcli.mcp.server import run_stdio
+        from memcli.mcp.stdio import run_stdio
         from memcli.project import detect_project
         from memcli.server.holder import ServiceHolder, setup_file_logging
 

@@ -23,6 +23,9 @@ def register(app: typer.Typer) -> None:
         ttl: Optional[str] = typer.Option(None, "--ttl", help="Expire after a duration: 30m, 12h, 7d, 2w."),
         metadata: Optional[str] = typer.Option(None, "--metadata", help="A JSON object."),
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (default from config)."),
+        keep_secrets: bool = typer.Option(
+            False, "--keep-secrets", help="Store the text exactly as given (by default API keys, tokens, "
+            "passwords and private keys are replaced by [REDACTED:kind]); noted in the audit log."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Remember a fact, decision or lesson.
@@ -33,7 +36,8 @@ def register(app: typer.Typer) -> None:
         with_namespace(ctx, namespace)
         content = read_text_arg(text)
         res = st.service().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
-                                    ttl=ttl, metadata=metadata, source="cli")
+                                    ttl=ttl, metadata=metadata, source="cli",
+                                    **({"keep_secrets": True} if keep_secrets else {}))
         emit(res.item(), st.json, _human)
 
 

@@ -25,6 +25,9 @@ def register(app: typer.Typer) -> None:
         ttl: Optional[str] = typer.Option(None, "--ttl", help="Expire after this long from now: 30m, 12h, 7d; 'never' keeps it for good."),
         expected_version: Optional[int] = typer.Option(None, "--expected-version",
                                                        help="Refuse the change unless the memory is still at this version."),
+        keep_secrets: bool = typer.Option(
+            False, "--keep-secrets", help="Store the text exactly as given (by default API keys, tokens, "
+            "passwords and private keys are replaced by [REDACTED:kind]); noted in the audit log."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Change a memory; its version goes up by one.
@@ -43,7 +46,7 @@ def register(app: typer.Typer) -> None:
         mem = st.service().update(
             memory_id, content=read_text_arg(content) if content is not None else None, tags=tags,
             importance=importance, scope=scope, agent=agent, metadata=metadata, ttl=ttl,
-            expected_version=expected_version)
+            expected_version=expected_version, **({"keep_secrets": True} if keep_secrets else {}))
         emit({"ok": True, "memory_id": mem.id, "version": mem.version, "memory": mem.item()}, st.json,
              lambda d: (out.print(f"[green]Updated[/green] {d['memory_id']} (version {d['version']})"),
                         memory_detail(d["memory"])))

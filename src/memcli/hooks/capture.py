@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcli.hooks import llm
-from memcli.hooks.redact import redact
 from memcli.hooks.summarize import extractive
 from memcli.hooks.text import is_trivial, last_turn, one_line, strip_injected
 from memcli.project import detect_project
+from memcli.redact import redact
 
 if TYPE_CHECKING:
     from memcli.config import HooksConfig

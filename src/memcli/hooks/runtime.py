@@ -19,6 +19,7 @@ from memcli.hooks.transport import log
 from memcli.hooks.spool import PermanentError, Spool
 from memcli.hooks.state import HookState
 from memcli.project import detect_project
+from memcli.redact import clean_payload
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -58,6 +59,8 @@ class HookRuntime:
         try:
             if not isinstance(payload, dict):
                 raise ValueError("the payload is not a JSON object")
+            # no secret reaches the state files or the spool, and a lone surrogate (\ud800) costs no turn
+            payload = clean_payload(payload)
             caller = self.whoami()
             if caller and payload.get("session_id"):  # one space's sessions never share state with another's
                 payload = dict(payload, session_id=f"{caller['space']}/{caller['agent']}/{payload['session_id']}")
@@ -103,10 +106,8 @@ class HookRuntime:
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             return None
-        from memcli.hooks.redact import redact
-
-        # for Stop, before anything can fail; redacted: the state file must not keep a secret either
-        self.state.set_prompt(session, redact(prompt))
+        # for Stop, before anything can fail (redacted with the payload: the state file keeps no secret)
+        self.state.set_prompt(session, prompt)
         project = detect_project(payload.get("cwd"))
         c = self.cfg
         text, ids, listed = prompt_context(self.get_service(), prompt, project=project, budget=c.prompt_budget,
@@ -142,6 +143,7 @@ class HookRuntime:
         from memcli.errors import ValidationError
         from memcli.hooks.capture import capture_turn
 
+        payload = clean_payload(payload)  # queued by a client (or an older memcli) as it came
         if not payload.get("_memcli_prompt") and payload.get("session_id"):
             # spooled by the client while the server was down: the prompt may be in the state
             prompt = self.state.take_prompt(payload.get("session_id"))

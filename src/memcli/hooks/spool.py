@@ -49,7 +49,8 @@ class Spool:
         self._attempts: dict[str, int] = {}
 
     def put(self, payload: dict[str, Any]) -> Path:
-        return Path(_write_raw(self.home, json.dumps(payload, ensure_ascii=False).encode("utf-8")))
+        # the server's payloads are cleaned already (HookRuntime.handle)
+        return Path(_write_raw(self.home, json.dumps(payload, ensure_ascii=False).encode("utf-8"), clean=False))
 
     def pending(self) -> list[Path]:
         try:

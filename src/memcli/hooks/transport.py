@@ -372,8 +372,14 @@ def parse_response(resp: bytes, eof: bool = False) -> tuple[int, bytes] | None:
 
 
 # --------------------------------------------------------------------------- spool and server start
-def spool(home: "str | os.PathLike[str]", data: bytes, sub: str = "spool") -> str:
-    """Queue a payload for the server (atomic: write a temp file, then rename). Returns its path."""
+def spool(home: "str | os.PathLike[str]", data: bytes, sub: str = "spool", clean: bool = True) -> str:
+    """Queue a payload for the server (atomic: write a temp file, then rename). Returns its path.
+    ``clean``: the payload is redacted first (:func:`memcli.redact.clean_payload_bytes`): no secret ever
+    waits on disk for a server to come back."""
+    if clean:
+        from memcli.redact import clean_payload_bytes  # json + re: only when a turn is queued
+
+        data = clean_payload_bytes(data)
     d = os.path.join(home, sub)
     os.makedirs(d, exist_ok=True)
     name = f"{time.time_ns() // 1_000_000}-{os.urandom(4).hex()}.json"

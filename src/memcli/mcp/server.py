@@ -1,6 +1,6 @@
 """The MCP face: memcli's tools on the official SDK's :class:`MCPServer`.
 
-One server definition serves both transports: ``memcli mcp`` (stdio, see :func:`run_stdio`) and the
+One server definition serves both transports: ``memcli mcp`` (stdio, see :func:`memcli.mcp.stdio.run_stdio`) and the
 ``/mcp`` endpoint of ``memcli serve`` (Streamable HTTP, mounted by :mod:`memcli.server.app`). Tool results
 are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isError``) with its message.
 """
@@ -15,7 +15,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from memcli import __version__
-from memcli.errors import MemcliError
+from memcli.errors import MemcliError, public_message
 from memcli.mcp.board_tools import register_board_tools
 from memcli.mcp.results import json_result
 
@@ -37,6 +37,9 @@ MemoryId = Annotated[str, Field(description="A memory id: the full id, its short
                                                    "unique prefix (at least 4 characters).")]
 Namespace = Annotated[str | None, Field(description="Namespace (isolated memory pool). Default: the configured one.")]
 Tags = Annotated[list[str] | None, Field(description="Free labels, e.g. [\"decision\", \"bug\"].")]
+KeepSecrets = Annotated[bool, Field(description="Store the text exactly as given. By default secrets (API keys, "
+                                              "tokens, passwords, private keys) are replaced by [REDACTED:kind]; "
+                                              "true keeps them and is noted in the audit log.")]
 IncludeArchived = Annotated[bool, Field(description="Also memories that memcli distill merged into another "
                                                     "(superseded) or archived (expired). Default: only active ones.")]
 
@@ -51,7 +54,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         try:
             return holder.call(method, *args, **kwargs)
         except MemcliError as exc:
-            raise ToolError(exc.message) from None
+            raise ToolError(public_message(exc.message, exc.http_status)) from None
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
@@ -74,6 +77,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         ttl: Annotated[str | None, Field(description="Expire after a duration, like 30m, 12h, 7d, 2w.")] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description="Application-defined JSON object.")] = None,
         namespace: Namespace = None,
+        keep_secrets: KeepSecrets = False,
     ) -> CallToolResult:
         """Store a memory that every agent of this user can recall later (by meaning or keyword, any language).
 
@@ -84,7 +88,8 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         {"ok", "memory_id", "duplicate_of", "related", "created", "updated"}.
         """
         res = run("remember", content, tags=tags, agent=agent, importance=importance,
-                  key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE)
+                  key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE,
+                  **({"keep_secrets": True} if keep_secrets else {}))
         return json_result(res.item())
 
     @mcp.tool(name="recall", title="Recall memories", annotations=read_only)
@@ -156,10 +161,12 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         scope: Annotated[str | None, Field(description="New scope: 'global' or 'agent:<name>'.")] = None,
         expected_version: Annotated[int | None, Field(description="Only update if the memory is still at this "
                                                                   "version (from `get`); else an error.")] = None,
+        keep_secrets: KeepSecrets = False,
     ) -> CallToolResult:
         """Correct or refine an existing memory; only the fields given change. Returns {"ok", "memory_id", "version"}."""
         mem = run("update", memory_id, content=content, tags=tags,
-                  importance=importance, scope=scope, expected_version=expected_version, source="mcp")
+                  importance=importance, scope=scope, expected_version=expected_version, source="mcp",
+                  **({"keep_secrets": True} if keep_secrets else {}))
         out = {"ok": True, "memory_id": mem.id, "version": mem.version}
         if getattr(mem, "merged_versions", None):  # a team space merged a stale update (memcli.conflict)
             out.update(merged=True, content=mem.content)
@@ -191,53 +198,3 @@ def _forbid_unknown_arguments(mcp: MCPServer) -> None:
         tool.fn_metadata.arg_model = type(base.__name__, (base,),
                                           {"model_config": ConfigDict(**base.model_config, extra="forbid")})
         tool.parameters["additionalProperties"] = False
-
-
-def run_stdio(holder: "ServiceHolder") -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin.
-
-    The wire is a private duplicate of fd 1; fd 1 itself points at stderr for the whole run, so nothing
-    (a print, a C library, a child process) can ever write a non-protocol byte to the client.
-    """
-    import io
-    import os
-
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    wire_fd = os.dup(1)
-    os.dup2(2, 1)
-    wire = io.TextIOWrapper(os.fdopen(wire_fd, "wb", buffering=0), encoding="utf-8", write_through=True)
-    server = build_server(holder)
-    holder.warm()
-
-    async def main() -> None:
-        async with stdio_server(stdout=anyio.wrap_file(wire)) as (read_stream, write_stream):
-            low = server._lowlevel_server  # the SDK's own run_stdio_async does exactly this  # noqa: SLF001
-            await low.run(read_stream, write_stream, low.create_initialization_options())
-
-    _exit_on_sigterm(holder)
-
-    try:
-        anyio.run(main)
-    finally:
-        holder.close()
-
-
-def _exit_on_sigterm(holder: "ServiceHolder") -> None:
-    """SIGTERM: let the tool calls in flight finish (their writes land), close the store, exit 0.
-
-    (The session cannot be cancelled in place: the SDK reads stdin in a worker thread that only a new line
-    or EOF wakes up.)"""
-    import os
-    import signal
-    import threading
-
-    def finish() -> None:
-        holder.close(timeout=30)
-        os._exit(0)
-
-    def handler(signum: int, frame: Any) -> None:
-        threading.Thread(target=finish, name="memcli-sigterm", daemon=True).start()
-
-    signal.signal(signal.SIGTERM, handler)

@@ -5,12 +5,13 @@ modules and :mod:`memcli.server.app` all depend on it and never on each other.""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from memcli.errors import ValidationError
+from memcli.errors import ValidationError, public_message
 from memcli.models import parse_time_ms
 
 MAX_BODY = 1 << 20  # 1 MiB for one memory
@@ -27,8 +28,9 @@ class ApiError(Exception):
 
 
 def error_response(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """memcli's JSON error shape: ``{"ok": false, "error": message, "code": code}``."""
-    return JSONResponse({"ok": False, "error": message, "code": code}, status_code=status, headers=headers)
+    """memcli's JSON error shape: ``{"ok": false, "error": message, "code": code}`` (no internal paths)."""
+    return JSONResponse({"ok": False, "error": public_message(message, status), "code": code}, status_code=status,
+                        headers=headers)
 
 
 async def read_json(request: Request, limit: int) -> Any:
@@ -86,9 +88,12 @@ def float_param(params: Any, name: str, default: float) -> float:
     if value is None or value == "":
         return default
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         raise ValidationError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValidationError(f"{name} must be a finite number, got {value!r}")
+    return number
 
 
 def time_param(params: Any, name: str) -> int | None:

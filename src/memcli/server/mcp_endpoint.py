@@ -6,12 +6,37 @@ import logging
 from typing import Any
 
 import anyio
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memcli.server.holder import ServiceHolder
 from memcli.server.http import error_response
 
 log = logging.getLogger("memcli.server")
+MAX_MCP_BODY = 1 << 20  # one JSON-RPC message: a memory is at most 32,000 characters (≤ 128 KB of UTF-8)
+
+
+async def within_limit(scope: Scope, receive: Receive, limit: int) -> Receive | None:
+    """A ``receive`` that replays the request body once it is read whole, or None when the body is larger
+    than ``limit`` bytes (declared or sent)."""
+    declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if size > limit:
+            return None
+        if not message.get("more_body"):
+            break
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+    return replay
 
 
 class McpEndpoint:
@@ -67,6 +92,13 @@ class McpEndpoint:
             await error_response(503, self.error or "the MCP endpoint is not running", "unavailable")(
                 scope, receive, send)
             return
+        if scope.get("method") == "POST":
+            limited = await within_limit(scope, receive, MAX_MCP_BODY)
+            if limited is None:
+                await error_response(413, f"request body is larger than {MAX_MCP_BODY:,} bytes",
+                                     "payload_too_large")(scope, receive, send)
+                return
+            receive = limited
         caller = scope.get("state", {}).get("memcli_caller")
         if caller is not None and not isinstance(caller, str) and self.space_handler is not None:
             await self.space_handler(scope, receive, send)

@@ -22,8 +22,18 @@ if TYPE_CHECKING:
 
 Call = Callable[..., Awaitable[Any]]
 NEW_MEMORY_FIELDS = {"content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
-                     "project", "created_at"}
-PATCH_FIELDS = {"content", "tags", "importance", "scope", "agent", "metadata", "ttl", "expected_version"}
+                     "project", "created_at", "keep_secrets"}
+PATCH_FIELDS = {"content", "tags", "importance", "scope", "agent", "metadata", "ttl", "expected_version",
+                "keep_secrets"}
+
+
+def check_types(d: dict[str, Any], what: str) -> None:
+    """JSON types the service would otherwise coerce: tags are a list (``"x"`` is not ``["x"]``),
+    keep_secrets is a boolean."""
+    if d.get("tags") is not None and not isinstance(d["tags"], list):
+        raise ValidationError(f"{what}: tags must be a list of strings, got {type(d['tags']).__name__}")
+    if "keep_secrets" in d and not isinstance(d["keep_secrets"], bool):
+        raise ValidationError(f"{what}: keep_secrets must be true or false")
 
 
 def new_memory(data: Any, what: str = "the memory") -> "NewMemory":
@@ -35,6 +45,7 @@ def new_memory(data: Any, what: str = "the memory") -> "NewMemory":
         raise ValidationError(f"{what} has no content")
     if d.get("importance") is None:
         d = {**d, "importance": 0.5}
+    check_types(d, what)
     if d.get("created_at") is not None and not is_int(d["created_at"]):
         raise ValidationError(f"{what}: created_at must be epoch milliseconds (an integer)")
     for name in ("key", "scope", "agent", "namespace", "project"):
@@ -88,6 +99,10 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
 
     async def patch_memory(request: Request) -> Response:
         d = json_object(await read_json(request, MAX_BODY), PATCH_FIELDS, "the update")
+        check_types(d, "the update")
+        if not set(d) - {"expected_version", "keep_secrets"}:
+            raise ValidationError("nothing to change: give at least one of agent, content, importance, metadata, "
+                                  "scope, tags, ttl")
         expected = if_match(request)
         if expected is None and d.get("expected_version") is not None:
             expected = d["expected_version"]
@@ -112,7 +127,8 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
         query = q.get("q") or q.get("query") or ""
         # `project` alone filters (the REST contract); project_only=false makes it a ranking boost only
         project_only = bool_param(q, "project_only") if "project_only" in q else bool(q.get("project"))
-        hits = await call("recall", query, top_k=int_param(q, "limit", None) or int_param(q, "top_k", 5),
+        limit = int_param(q, "limit", None)  # limit=0 is refused like top_k=0, not read as "the default"
+        hits = await call("recall", query, top_k=int_param(q, "top_k", 5) if limit is None else limit,
                           namespace=q.get("namespace"), scope=q.get("scope"), agent=q.get("agent"),
                           tags=tags_param(q), since=time_param(q, "since"), until=time_param(q, "until"),
                           project=q.get("project"), project_only=project_only,

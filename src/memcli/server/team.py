@@ -30,7 +30,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from memcli.errors import ForbiddenError, MemcliError, ValidationError
-from memcli.server.http import MAX_BATCH_BODY, MAX_BATCH_ITEMS, MAX_BODY, read_json
+from memcli.server.http import MAX_BATCH_BODY, MAX_BATCH_ITEMS, MAX_BODY, bool_param, read_json
 from memcli.spaces import TOKEN_PREFIX, Caller, SpaceRegistry, SpaceService
 
 if TYPE_CHECKING:
@@ -197,6 +197,10 @@ def admin_routes(gate: TeamGate) -> list[BaseRoute]:
     def admin_only(request: Request) -> None:
         if caller_of(request) != ADMIN:
             raise ForbiddenError("managing spaces needs the server's admin token")
+        if request.scope.get("state", {}).get("memcli_auth_via") != "token":
+            # a web view's browser session is the admin's, but must not mint tokens that outlive it
+            raise ForbiddenError("a browser session cannot manage spaces or tokens: use `memcli space` (the "
+                                 "server's admin token)")
 
     async def body(request: Request) -> dict[str, Any]:
         data = await read_json(request, MAX_BODY)
@@ -283,19 +287,27 @@ def transfer_routes(holder: "ServiceHolder") -> list[BaseRoute]:
     async def export(request: Request) -> Response:
         q = request.query_params
         mems = await call("export_records", namespace=q.get("namespace") or None, scope=q.get("scope") or None,
-                          tags=q.getlist("tag") or None)
+                          tags=q.getlist("tag") or None, include_archived=bool_param(q, "include_archived"))
         return JSONResponse(mems)
 
     async def import_(request: Request) -> Response:
         data = await read_json(request, MAX_BATCH_BODY)
         if not isinstance(data, dict) or not isinstance(data.get("records"), list):
-            raise ValidationError("send {\"records\": [...], \"embedder\": {...}?, \"skip_same_content\": bool?}")
+            raise ValidationError("send {\"records\": [...], \"embedder\": {...}?, \"skip_same_content\": bool?, "
+                                  "\"keep_secrets\": bool?}")
+        unknown = sorted(set(data) - {"records", "embedder", "skip_same_content", "namespace", "keep_secrets"})
+        if unknown:
+            raise ValidationError(f"unknown field(s): {', '.join(unknown)}; allowed: embedder, keep_secrets, "
+                                  "namespace, records, skip_same_content")
+        for flag in ("skip_same_content", "keep_secrets"):
+            if data.get(flag) is not None and not isinstance(data[flag], bool):
+                raise ValidationError(f"{flag} must be true or false")
         if len(data["records"]) > MAX_BATCH_ITEMS:
             raise ValidationError(f"at most {MAX_BATCH_ITEMS} records per request, got {len(data['records'])}")
         identity = data.get("embedder")
         res = await call("import_new", data["records"], vectors_identity=identity if isinstance(identity, dict)
                          else None, skip_same_content=bool(data.get("skip_same_content")),
-                         namespace=data.get("namespace"))
+                         namespace=data.get("namespace"), keep_secrets=bool(data.get("keep_secrets")))
         return JSONResponse({"ok": True, **res})
 
     return [Route("/api/export", export, methods=["GET"]), Route("/api/import", import_, methods=["POST"])]

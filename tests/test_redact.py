@@ -1,0 +1,65 @@
+"""The core's redaction (memcli.redact) on its own: every kind of bench/data/redact_cases.json is redacted in its
+sentence, the tricky ordinary sentences (ids, hashes, paths, "the token is expired") are left exactly as they
+are, a hook payload keeps its ids and paths and loses its secrets and lone surrogates, and no input makes
+the patterns backtrack for minutes (a 32,000-character "a.a.a…" took 460 s, one 32,000-letter word 100 s
+of a server's write before the patterns were anchored)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from memcli.redact import clean_payload, clean_payload_bytes, contains_secret, looks_random, redact
+from memcli.textnorm import search_text
+
+CASES = json.loads((Path(__file__).resolve().parents[1] / "bench" / "data" / "redact_cases.json").read_text())
+
+
+@pytest.mark.parametrize("case", CASES["secrets"], ids=[c["kind"] for c in CASES["secrets"]])
+def test_every_kind_is_redacted_in_its_sentence(case: dict[str, str]) -> None:
+    out = redact(case["text"])
+    assert all(p not in out for p in case["secret"].split("\n") if len(p) >= 6), out
+    assert "[REDACTED:" in out or "[private]" in out
+    assert redact(out) == out  # idempotent: a stored memory redacted again stays the same
+
+
+@pytest.mark.parametrize("text", CASES["ordinary"])
+def test_ordinary_text_is_left_exactly_as_it_is(text: str) -> None:
+    assert redact(text) == text and not contains_secret(text)
+
+
+def test_the_bare_aws_secret_key_in_prose_and_what_is_not_one() -> None:
+    assert redact("the secret key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY") == "the secret key is [REDACTED:secret]"
+    assert "[REDACTED:secret-key]" in redact("paste wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY there")
+    for word in ("Users/JohnSmith/Documents/Projects/MyApp", "ComponentsHeaderButtonStylesMainIndex2js",
+                 "3f9a1c2e4b7d6a5f8e9d0c1b2a3f4e5d6c7b8a90", "0123456789ABCDEF0123456789ABCDEF01234567"):
+        assert not looks_random(word), word
+
+
+def test_a_hook_payload_keeps_its_ids_and_loses_secrets_and_lone_surrogates() -> None:
+    payload = {"session_id": "s-token=abcd1234", "cwd": "/home/me/password=hunter22", "transcript_path": "/t.jsonl",
+               "prompt": "deploy with ghp_" + "A1b2" * 9 + " \ud800 now",
+               "_memcli_caller": {"space": "crew", "agent": "bob", "token_id": "0123456789ab"},
+               "nested": [{"last": "Authorization: Bearer " + "z" * 30}]}
+    out = clean_payload(payload)
+    assert out["session_id"] == payload["session_id"] and out["cwd"] == payload["cwd"]
+    assert out["_memcli_caller"] == payload["_memcli_caller"]
+    assert out["prompt"] == "deploy with [REDACTED:github-token] \ufffd now"
+    assert "z" * 30 not in json.dumps(out["nested"])
+    raw = clean_payload_bytes(b'{"prompt": "x \\ud800 sk-ant-api03-abcdefghijklmnopqrstu"}')
+    assert json.loads(raw) == {"prompt": "x \ufffd [REDACTED:anthropic-key]"}
+    assert b"abcdefghijklmnop" not in clean_payload_bytes(b"not json: sk-ant-api03-abcdefghijklmnopqrstu")
+
+
+@pytest.mark.parametrize("unit", ["a.", "c", "a:b@", "aA", "password=", "-", "x://", "a-", "Ac", "c_", "1c",
+                                  "token ", "password is ", "\"", "eyJab.", "aB3/"])
+def test_no_input_makes_the_patterns_backtrack(unit: str) -> None:
+    """Not a speed target: a guard against catastrophic backtracking (minutes, where linear work is ~0.1 s)."""
+    text = unit * (32_000 // len(unit))
+    t0 = time.monotonic()
+    redact(text)
+    search_text(text)
+    assert time.monotonic() - t0 < 10, unit
