@@ -81,6 +81,10 @@ class ServerConfig:
     # and spend at most this many tokens (prompt + answer) on one stale update; else the update is refused (412)
     merge_timeout: float = 15.0
     merge_token_budget: int = 4_000
+    # a memory command that finds no server of its home running starts one in the background for the next
+    # command (as the hooks do); it exits after autostart_idle_timeout seconds without a request
+    autostart: bool = True
+    autostart_idle_timeout: float = 1800.0
 
 
 DEFAULT_COLUMNS = ("backlog", "todo", "doing", "review", "done")
@@ -154,6 +158,7 @@ _ENV_MAP = {
     "MEMCLI_STORAGE_URI": ("storage_uri", None),
     "MEMCLI_STORE_URI": ("storage_uri", None),
     "MEMCLI_SINGLE_WRITER": ("single_writer", "server"),
+    "MEMCLI_AUTOSTART": ("autostart", "server"),
     "MEMCLI_EMBEDDER": ("provider", "embedder"),
     "MEMCLI_EMBED_BASE_URL": ("base_url", "embedder"),
     "MEMCLI_EMBED_MODEL": ("model", "embedder"),

@@ -202,11 +202,11 @@ def read_server_file(home: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def running_server_port(home: Path) -> int | None:
-    """The port of this home's server when ``server.json`` names one whose process still runs, else None.
+def running_server(home: Path) -> tuple[int, int | None] | None:
+    """(port, pid) of this home's server when ``server.json`` names one whose process still runs, else None.
 
     Only a file in this (private) home counts: a client never sends its token to a port merely because
-    something listens there.
+    something listens there (and it asks the server to prove it is this home's first: :mod:`memcli.proof`).
     """
     info = read_server_file(home)
     if not info:
@@ -223,4 +223,11 @@ def running_server_port(home: Path) -> int | None:
             return None  # another user's process took the pid
         except OSError:
             pass
-    return port
+        return port, pid
+    return port, None
+
+
+def running_server_port(home: Path) -> int | None:
+    """The port of this home's running server (see :func:`running_server`), else None."""
+    found = running_server(home)
+    return found[0] if found else None

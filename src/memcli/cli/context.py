@@ -1,4 +1,5 @@
-"""Per-invocation state shared by commands: the home dir, the config and the (lazily opened) service."""
+"""Per-invocation state shared by commands: the home dir, the config, the (lazily opened) service, and the
+route to the home's warm server that the memory commands take when one runs."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ import typer
 
 if TYPE_CHECKING:
     from memcli.config import Config
-    from memcli.models import DuplicateCheck, Memory, RecallHit
+    from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult
     from memcli.remote import RemoteService
     from memcli.service import MemoryService
+
+# Writes that must not be made twice: when the server may have received one and no answer came, the CLI says
+# so instead of making it again here. (remember is idempotent by content and key; import by id.)
+ONCE_ONLY = frozenset({"update", "forget"})
 
 
 @dataclass
@@ -24,10 +29,12 @@ class State:
 
     home: Path | None = None
     json: bool = False
+    no_server: bool = False  # --no-server / MEMCLI_NO_SERVER: everything in this process, no server started
     overrides: dict[str, Any] = field(default_factory=dict)
     _config: "Config | None" = None
     _service: "MemoryService | None" = None
-    _reader: "Reader | None" = None
+    _client: "Client | None" = None
+    _start_server: bool = False  # no server of this home ran: start one for the next command (on close)
 
     def config(self) -> "Config":
         if self._config is None:
@@ -47,6 +54,7 @@ class State:
         return RemoteService.for_team(self.config(), project=detect_project(Path.cwd()))
 
     def service(self, *, allow_mismatch: bool = False) -> "MemoryService":
+        """The store opened in this process (team mode: the team server's client)."""
         if self._service is None:
             remote = self.team()
             if remote is not None:
@@ -59,31 +67,46 @@ class State:
                                                allow_mismatch=allow_mismatch)
         return self._service
 
-    def reader(self) -> "Reader":
-        """For read commands: this home's warm server when one runs, else (or when it cannot answer) the
-        store opened here."""
-        if self._reader is None:
+    def client(self) -> "Client":
+        """For the memory commands (reads and writes): this home's warm server when one runs, else (or when it
+        cannot answer) the store opened here. With none running, the command works here and starts one in the
+        background for the next command (``[server] autostart``; never with --no-server)."""
+        if self._client is None:
             from memcli.project import detect_project
             from memcli.remote import RemoteService
 
             team = self.team()
             if team is not None:  # no fallback: the team's memory is on the server only
-                self._reader = Reader(None, lambda: team)  # type: ignore[arg-type,return-value]
-                return self._reader
-            remote = RemoteService.for_home(self.config(), project=detect_project(Path.cwd()))
-            self._reader = Reader(remote, self.service)
-        return self._reader
+                self._client = Client(None, lambda: team)  # type: ignore[arg-type,return-value]
+                return self._client
+            remote = None
+            if not self.no_server:
+                remote = RemoteService.for_home(self.config(), project=detect_project(Path.cwd()))
+                self._start_server = remote is None and self.config().server.autostart
+            self._client = Client(remote, self.service)
+        return self._client
+
+    def home_server(self) -> "RemoteService | None":
+        """The home's warm server for a command that asks it directly (the board), or None (none runs, team
+        mode, --no-server). Unavailable errors are the caller's to handle (fall back to :meth:`service`)."""
+        return self.client().remote if self.team() is None else None
 
     def close(self) -> None:
         if self._service is not None:
             self._service.close()
+            started_here = self._start_server and self._client is not None and self._client.remote is None
             self._service = None
+            if started_here:  # after the answer: the next command finds it warm
+                from memcli.cli.background import start_home_server
+
+                start_home_server(self.config())
 
 
-class Reader:
-    """recall, list, get, check_duplicate and stats — ``MemoryService``'s signatures and return types — asked
-    of the home's server first; when it is unavailable (not running, another home's, a 5xx, a dropped
-    connection) the same call goes to the store, so the answer is never lost."""
+class Client:
+    """``MemoryService``'s memory API — same signatures and return types — asked of the home's server first;
+    when it is unavailable (not running, not proven to be this home's, a 5xx, a dropped connection) the same
+    call goes to the store, so the answer is never lost. A change the server may have received before the
+    connection dropped (update, forget) is not made a second time here: the error says so."""
 
     def __init__(self, remote: "RemoteService | None", open_local: Callable[[], "MemoryService"]) -> None:
         self.remote = remote
@@ -95,7 +118,13 @@ class Reader:
 
             try:
                 return getattr(self.remote, method)(*args, **kwargs)
-            except Unavailable:
+            except Unavailable as exc:
+                if exc.sent and method in ONCE_ONLY:
+                    from memcli.errors import UnreachableError
+
+                    raise UnreachableError(
+                        f"this home's server stopped answering during `{method}` ({exc}); the change may or may "
+                        "not have been made: check with `memcli get ID`") from None
                 self.remote = None  # and for the rest of this process
         return getattr(self.open_local(), method)(*args, **kwargs)
 
@@ -113,6 +142,21 @@ class Reader:
 
     def stats(self) -> dict[str, Any]:
         return self._call("stats")
+
+    def remember(self, content: str, **kwargs: Any) -> "RememberResult":
+        return self._call("remember", content, **kwargs)
+
+    def update(self, ref: str, **kwargs: Any) -> "Memory":
+        return self._call("update", ref, **kwargs)
+
+    def forget(self, refs: list[str]) -> list[str]:
+        return self._call("forget", refs)
+
+    def history(self, ref: str) -> list[Any]:
+        return self._call("history", ref)
+
+    def import_records(self, records: list[Any], **kwargs: Any) -> dict[str, int]:
+        return self._call("import_records", records, **kwargs)
 
 
 def state(ctx: typer.Context) -> State:
@@ -158,7 +202,7 @@ def with_namespace(ctx: typer.Context, namespace: str | None) -> State:
     if namespace is not None:
         st.overrides["namespace"] = namespace
         st._config = None
-        st._reader = None
+        st._client = None
     return st
 
 

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         st = use_json(ctx, json_)
         with_namespace(ctx, namespace)
         content = read_text_arg(text)
-        res = st.service().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
+        res = st.client().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
                                     ttl=ttl, metadata=metadata, source="cli")
         emit(res.item(), st.json, lambda d: out.print(
             f"[green]{'Remembered' if d['created'] else ('Updated' if d['updated'] else 'Already remembered')}"
