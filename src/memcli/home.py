@@ -215,16 +215,27 @@ def running_server(home: Path) -> tuple[int, int | None] | None:
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
         return None
     if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None  # left behind by a server that was killed
-        except PermissionError:
-            return None  # another user's process took the pid
-        except OSError:
-            pass
+        if not process_alive(pid):
+            return None  # left behind by a server that was killed, or another user's process took the pid
         return port, pid
     return port, None
+
+
+def process_alive(pid: int) -> bool:
+    """Does this process of ours run? (Not when it is gone, another user's, or killed and not yet reaped.)"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    except OSError:
+        return True
+    try:  # a zombie: killed, its parent has not reaped it (an orphan, where init does not reap)
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def running_server_port(home: Path) -> int | None:

@@ -55,13 +55,16 @@ class Unavailable(Exception):
     """The server cannot answer this for us; use the store directly. ``sent``: the request may have reached
     the server (the connection broke after it was sent), so a change may have been made."""
 
-    def __init__(self, message: str, *, sent: bool = False) -> None:
+    def __init__(self, message: str, *, sent: bool = False, refused: bool = False) -> None:
         super().__init__(message)
         self.sent = sent
+        self.refused = refused  # nothing listens on the port: the server is gone
 
 
 class _NotSent(OSError):
-    """The connection failed before the request was sent."""
+    """The connection failed before the request was sent (``refused``: nothing listens there)."""
+
+    refused = False
 
 
 @dataclass(frozen=True)
@@ -182,8 +185,8 @@ class RemoteService:
         except OSError as exc:  # refused, reset, timed out, or not HTTP (ssl.SSLError is an OSError too)
             if self.strict:
                 raise UnreachableError(f"cannot reach memcli server at {ep.url}: {exc}") from None
-            raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}",
-                              sent=not isinstance(exc, _NotSent)) from None
+            raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}", sent=not isinstance(exc, _NotSent),
+                              refused=isinstance(exc, _NotSent) and exc.refused) from None
         try:
             payload = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, ValueError):
@@ -226,7 +229,8 @@ class RemoteService:
                                 min(ep.timeout, 5.0), ep.tls)
             d = json.loads(raw.decode("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise Unavailable(f"GET /health: {type(exc).__name__}: {exc}") from None
+            raise Unavailable(f"GET /health: {type(exc).__name__}: {exc}",
+                              refused=isinstance(exc, _NotSent) and exc.refused) from None
         proof = d.get("proof") if isinstance(d, dict) else None
         if status != 200 or not isinstance(proof, str) or not proof_ok(ep.token, nonce, ep.port, proof):
             raise Unavailable(f"whatever listens on port {ep.port} did not prove it is this home's server; "
@@ -482,7 +486,9 @@ def _http(host: str, port: int, method: str, target: str, headers: dict[str, str
     try:
         raw_sock = socket.create_connection((host, port), timeout=timeout)
     except OSError as exc:  # nothing was sent: refused, unreachable, timed out connecting
-        raise _NotSent(f"{type(exc).__name__}: {exc}") from None
+        not_sent = _NotSent(f"{type(exc).__name__}: {exc}")
+        not_sent.refused = isinstance(exc, ConnectionRefusedError)
+        raise not_sent from None
     with raw_sock:
         sock = raw_sock
         if tls:  # only then: ssl costs ~10 ms to import

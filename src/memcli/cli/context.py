@@ -94,7 +94,9 @@ class State:
     def close(self) -> None:
         if self._service is not None:
             self._service.close()
-            started_here = self._start_server and self._client is not None and self._client.remote is None
+            client = self._client
+            started_here = client is not None and client.remote is None and (
+                self._start_server or (client.server_gone and self.config().server.autostart))
             self._service = None
             if started_here:  # after the answer: the next command finds it warm
                 from memcli.cli.background import start_home_server
@@ -111,6 +113,7 @@ class Client:
     def __init__(self, remote: "RemoteService | None", open_local: Callable[[], "MemoryService"]) -> None:
         self.remote = remote
         self.open_local = open_local
+        self.server_gone = False  # server.json names a server, but nothing listens on its port any more
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if self.remote is not None:
@@ -119,6 +122,7 @@ class Client:
             try:
                 return getattr(self.remote, method)(*args, **kwargs)
             except Unavailable as exc:
+                self.server_gone = exc.refused
                 if exc.sent and method in ONCE_ONLY:
                     from memcli.errors import UnreachableError
 
