@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from memcli.service import MemoryService
 
 log = logging.getLogger("memcli.server")
-OPEN_WAIT = 10.0  # seconds a call waits for the store's first opening (a cold start loads LanceDB and the model)
+OPEN_WAIT = 20.0  # seconds a call waits for the first opening (a cold start on a busy machine: LanceDB, the model)
 RETRY_WAIT = 2.0  # ... for a new attempt, once one has failed
 RETRY_AFTER = 5.0  # a failed opening is tried again by the first call this long after it failed
 
@@ -63,6 +63,7 @@ class ServiceHolder:
         self._busy = 0
         self._cond = threading.Condition()
         self._closed = False
+        self._closing = threading.Event()  # set when shutdown begins: calls still waiting for the store give up
         # team mode (memcli.server.team): turns the shared service into the one the current caller may use
         self.scoper: Callable[["MemoryService"], "MemoryService"] | None = None
 
@@ -82,7 +83,7 @@ class ServiceHolder:
         svc = self._service
         if svc is not None:
             return svc
-        if self._closed:
+        if self._closed or self._closing.is_set():
             raise _unavailable("the server is shutting down")
         with self._open_lock:
             attempt = self._opening
@@ -91,7 +92,12 @@ class ServiceHolder:
                 attempt = self._opening = self._start_opening()
         if wait is None:
             wait = RETRY_WAIT if failed else OPEN_WAIT
-        if not attempt.done.wait(wait):
+        deadline = time.monotonic() + wait
+        while not attempt.done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if self._closing.is_set():  # nothing was written yet: no reason to hold the shutdown
+                raise _unavailable("the server is shutting down")
+            if time.monotonic() < deadline:
+                continue
             if failed:  # a retry still running: the last failure is the answer meanwhile
                 raise _unavailable(_message(self._failure))
             raise _unavailable(f"the store at {self.config.data_uri} is still being opened (over {wait:.0f} s so "
@@ -180,6 +186,7 @@ class ServiceHolder:
         """Wait for calls in flight, then close the service if this holder opened it."""
         if self._closed:
             return
+        self._closing.set()
         if not self.wait_idle(timeout):
             log.warning("closing with %d call(s) still running after %.0fs", self._busy, timeout)
         self._closed = True
