@@ -323,10 +323,13 @@ def test_server_killed_between_two_commands(tmp_path: Path) -> None:
         pids.append(again["pid"])
         listed = ok(env, "list")
         assert [m["content"].split(":")[0] for m in listed] == ["third", "second", "first"]
-        # --no-server: nothing goes to it
+        # --no-server, or MEMCLI_NO_SERVER=1: nothing goes to it
         four = ok(env, "--no-server", "remember", "fourth")
-        assert "fourth" not in (home / "logs" / "server.log").read_text()
+        five = ok({**env, "MEMCLI_NO_SERVER": "1"}, "remember", "fifth")
+        log = (home / "logs" / "server.log").read_text()
+        assert log.count("remember: 1 memory (cli) in one commit") == 1
         assert ok(env, "get", four["memory_id"])["content"] == "fourth"
+        assert ok(env, "get", five["memory_id"])["content"] == "fifth"
     finally:
         for pid in pids:
             try:

@@ -81,8 +81,11 @@ class State:
                 return self._client
             remote = None
             if not self.no_server:
+                from memcli.home import running_server
+
                 remote = RemoteService.for_home(self.config(), project=detect_project(Path.cwd()))
-                self._start_server = remote is None and self.config().server.autostart
+                self._start_server = (remote is None and self.config().server.autostart
+                                      and running_server(self.config().home) is None)
             self._client = Client(remote, self.service)
         return self._client
 
