@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -293,6 +292,8 @@ def _jobs_config(raw: Any, origin: str) -> dict[str, JobConfig]:
         if unknown:
             raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; allowed: command, cwd, timeout")
         cmd = spec.get("command")
+        import shlex  # only a config with jobs needs it
+
         try:
             argv = shlex.split(cmd) if isinstance(cmd, str) else cmd
         except ValueError as exc:
