@@ -46,6 +46,7 @@ _REQUEST_ERRORS: dict[str, type[MemcliError]] = {
                         TransitionError)}
 _TEAM_ERRORS: dict[str, type[MemcliError]] = {**_REQUEST_ERRORS, ForbiddenError.code: ForbiddenError}
 IMPORT_BATCH = 500
+WRITE_TIMEOUT = 600.0  # seconds a change may take the server before the client gives up on the answer
 SOURCE_HEADER = "X-Memcli-Source"  # the face a home's own client writes for (the server records it)
 VERIFIED = ("hooks-state", "verified")  # "<port> <pid>" of the server that last proved it is this home's
 
@@ -180,7 +181,10 @@ class RemoteService:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         try:
-            status, raw = _http(ep.host, ep.port, method, ep.base_path + url, headers, data, ep.timeout, ep.tls)
+            # a write may take the server long (an import of 500 memories on a busy machine): it is waited for,
+            # since giving up would leave the caller not knowing whether it was made
+            timeout = ep.timeout if method == "GET" else max(ep.timeout, WRITE_TIMEOUT)
+            status, raw = _http(ep.host, ep.port, method, ep.base_path + url, headers, data, timeout, ep.tls)
         except OSError as exc:  # refused, reset, timed out, or not HTTP (ssl.SSLError is an OSError too)
             if self.strict:
                 raise UnreachableError(f"cannot reach memcli server at {ep.url}: {exc}") from None

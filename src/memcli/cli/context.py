@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from memcli.remote import RemoteService
     from memcli.service import MemoryService
 
-# Writes that must not be made twice: when the server may have received one and no answer came, the CLI says
-# so instead of making it again here. (remember is idempotent by content and key; import by id.)
-ONCE_ONLY = frozenset({"update", "forget"})
+# Changes: when the server may have received one and no answer came, the CLI says so instead of making it again
+# here (it would be made twice, or answered "already there" while the server may still be making it).
+CHANGES = frozenset({"remember", "update", "forget", "import_records"})
 
 
 @dataclass
@@ -111,7 +111,7 @@ class Client:
     """``MemoryService``'s memory API — same signatures and return types — asked of the home's server first;
     when it is unavailable (not running, not proven to be this home's, a 5xx, a dropped connection) the same
     call goes to the store, so the answer is never lost. A change the server may have received before the
-    connection dropped (update, forget) is not made a second time here: the error says so."""
+    connection dropped is not made a second time here: the error says so."""
 
     def __init__(self, remote: "RemoteService | None", open_local: Callable[[], "MemoryService"]) -> None:
         self.remote = remote
@@ -126,12 +126,12 @@ class Client:
                 return getattr(self.remote, method)(*args, **kwargs)
             except Unavailable as exc:
                 self.server_gone = exc.refused
-                if exc.sent and method in ONCE_ONLY:
+                if exc.sent and method in CHANGES:
                     from memcli.errors import UnreachableError
 
                     raise UnreachableError(
-                        f"this home's server stopped answering during `{method}` ({exc}); the change may or may "
-                        "not have been made: check with `memcli get ID`") from None
+                        f"this home's server stopped answering during `{method.split('_')[0]}` ({exc}); the change "
+                        "may or may not have been made: check with `memcli list` or `memcli get ID`") from None
                 self.remote = None  # and for the rest of this process
         return getattr(self.open_local(), method)(*args, **kwargs)
 
