@@ -212,8 +212,9 @@ def start_home_server(config: "Config") -> bool:
         logs = config.log_dir
         logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         port = config.server.port if _port_free(config.server.port) else 0
-        cmd = [sys.executable, "-m", "memcli.cli", "--home", str(home), "serve", "--port", str(port),
-               "--idle-timeout", f"{config.server.autostart_idle_timeout:g}"]
+        # this machine only, whatever [server] host says: a server nobody asked for is never on the network
+        cmd = [sys.executable, "-m", "memcli.cli", "--home", str(home), "serve", "--host", "127.0.0.1", "--port",
+               str(port), "--idle-timeout", f"{config.server.autostart_idle_timeout:g}"]
         env = {k: v for k, v in os.environ.items() if k not in ("MEMCLI_NO_SERVER", "MEMCLI_JSON")}
         with open(logs / "server.log", "ab") as out:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
