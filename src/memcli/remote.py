@@ -1,8 +1,8 @@
 """A :class:`MemoryService`-shaped client of a memcli server's REST API.
 
-:class:`RemoteService` has the read methods of ``MemoryService`` — ``recall``, ``list``, ``get``,
-``check_duplicate``, ``stats`` — with the same signatures and return types (the same model objects), so a
-face can be handed either. Errors the service raised on the server come back as the same ``MemcliError``
+:class:`RemoteService` has the memory methods of ``MemoryService`` — ``recall``, ``list``, ``get``,
+``check_duplicate``, ``stats``, ``remember``, ``update``, ``forget``, ``history``, ``import_records`` — with the
+same signatures and return types (the same model objects), so a face can be handed either. Errors the service raised on the server come back as the same ``MemcliError``
 subclasses with the same messages; anything else (no server, another home's server, a refused token, a
 5xx, a broken connection, an older server without a route) is :class:`Unavailable`: the caller then opens
 the store itself and loses nothing.
@@ -115,7 +115,7 @@ class RemoteEvent(dict):  # type: ignore[type-arg]
 
 
 class RemoteService:
-    """The read API of :class:`memcli.service.MemoryService`, answered by a memcli server."""
+    """The memory API of :class:`memcli.service.MemoryService`, answered by a memcli server."""
 
     def __init__(self, endpoint: Endpoint, *, namespace: str, project: str | None = None,
                  strict: bool = False, agent: str | None = None, home: Path | None = None,
