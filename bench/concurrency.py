@@ -1,19 +1,24 @@
 """Benchmark concurrent writers on one store: writes/s, per-write latency p50/p95, and the count check.
 
-    python bench/concurrency.py                          # 8 writers; the bundled embedder; cli then rest
+    python bench/concurrency.py                          # 8 writers x 100; the bundled embedder; cli, rest
     python bench/concurrency.py --embedder hash          # quick: the test embedder (no model to load)
-    python bench/concurrency.py --writers 8 --cli-per-writer 5 --rest-per-writer 50 --modes cli,rest,lib
+    python bench/concurrency.py --writers 8 --cli-per-writer 100 --rest-per-writer 100 --modes cli,rest,cli-local
 
 Modes (each on a fresh store in a temp dir, all writers released at once):
 
-- ``cli``: each writer is a loop of ``memcli remember TEXT --json``, every write a whole process (import,
-  model load, store open, one write), as a shell script or an agent without MCP would do it;
+- ``cli``: each writer is a loop of ``memcli remember TEXT --json``, every write a whole process, as a shell
+  script or an agent without MCP would do it, with the home's ``memcli serve`` running (the CLI sends the
+  write to it: one small process and one request per write; concurrent writes share commits);
+- ``cli-local``: the same with ``--no-server`` (every process imports LanceDB, loads the model, opens the
+  store and writes: what every CLI write cost before the CLI went through the server);
 - ``rest``: each writer is a process with one HTTP client, ``POST /api/memories`` one memory at a time,
   against one warm ``memcli serve`` (with a bearer token, as the local server requires);
 - ``lib`` (optional): each writer is a process holding a ``MemoryService`` (the embedded library).
 
 writes/s = acknowledged writes / wall time from the start signal to the last writer's end. Latency is per
-acknowledged write as its writer saw it. Then the store is read back: rows, distinct ids, acknowledged ids
+acknowledged write as its writer saw it. CPU per write: the server's CPU time (/proc) and the writers' (their
+own and their `memcli` children's) over the acknowledged writes: on a machine shared with other work the wall
+figures fall with the load, the CPU figures much less, and 2 / (CPU per write) bounds what 2 idle cores do. Then the store is read back: rows, distinct ids, acknowledged ids
 missing, duplicated contents — "0 lost, 0 duplicated" is the expected line.
 """
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -62,11 +68,13 @@ def worker(mode: str, writer: int, n: int, barrier: Path, url: str) -> None:
     (barrier / f"ready-{os.getpid()}").touch()
     while not (barrier / "go").exists():
         time.sleep(0.002)
+    cpu0 = cpu_seconds()
     for i in range(n):
         text = content(mode, writer, i)
         t0 = time.perf_counter()
-        if mode == "cli":
-            p = subprocess.run([MEMCLI, "remember", text, "--json"], capture_output=True, text=True)
+        if mode in ("cli", "cli-local"):
+            extra = ["--no-server"] if mode == "cli-local" else []
+            p = subprocess.run([MEMCLI, *extra, "remember", text, "--json"], capture_output=True, text=True)
             mid = json.loads(p.stdout)["memory_id"] if p.returncode == 0 else None
             if mid is None:
                 print(f"memcli remember failed: {p.stdout} {p.stderr[-500:]}", file=sys.stderr)
@@ -79,7 +87,7 @@ def worker(mode: str, writer: int, n: int, barrier: Path, url: str) -> None:
             mid = svc.remember(text, source="api").memory_id
         if mid:
             acked.append([mid, text, time.perf_counter() - t0])
-    print(json.dumps(acked))
+    print(json.dumps({"acked": acked, "cpu_s": cpu_seconds() - cpu0}))
 
 
 # ------------------------------------------------------------------------------------------ one mode
@@ -101,13 +109,13 @@ def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], kee
     server = None
     url = ""
     try:
-        if mode == "rest":
+        if mode in ("rest", "cli"):
             port = free_port()
             log = open(tmp / "serve.log", "wb")
             server = subprocess.Popen([MEMCLI, "serve", "--port", str(port)], env=env, stdout=log,
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             url = f"http://127.0.0.1:{port}"
-            wait_ready(url, server)
+            wait_ready(url, server, env["MEMCLI_TOKEN"])
         barrier = tmp / "barrier"
         barrier.mkdir()
         procs = [subprocess.Popen([sys.executable, __file__, "--worker", mode, str(w), str(per_writer), str(barrier),
@@ -118,6 +126,8 @@ def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], kee
                 raise SystemExit("a writer died before the start:\n" + b"".join(
                     p.stderr.read() for p in procs if p.poll() is not None).decode(errors="replace")[-3000:])
             time.sleep(0.01)
+        server_cpu0 = proc_cpu_seconds(server.pid) if server is not None else 0.0
+        writers_cpu = 0.0
         t0 = time.perf_counter()
         (barrier / "go").touch()
         acked: list[list[Any]] = []
@@ -127,16 +137,26 @@ def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], kee
             if p.returncode != 0 or err.strip():
                 errors += 1
                 sys.stderr.write(err.decode(errors="replace")[-2000:])
-            acked += json.loads(out.decode().strip().splitlines()[-1]) if out.strip() else []
+            if out.strip():
+                d = json.loads(out.decode().strip().splitlines()[-1])
+                acked += d["acked"]
+                writers_cpu += d["cpu_s"]
         wall = time.perf_counter() - t0
+        commits = None
+        server_cpu = proc_cpu_seconds(server.pid) - server_cpu0 if server is not None else 0.0
         if server is not None:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
+            log_text = (tmp / "serve.log").read_text(errors="replace")
+            commits = [int(n) for n in re.findall(r"remember: (\d+) memor(?:y|ies) \(\w+\) in one commit", log_text)]
         check = count_check(home, env, acked, {content(mode, w, i) for w in range(writers) for i in range(per_writer)})
         lat = [a[2] for a in acked]
         return {"mode": mode, "writers": writers, "writes": len(acked), "attempted": writers * per_writer,
                 "wall_s": wall, "writes_per_s": len(acked) / wall, "p50_ms": 1000 * statistics.median(lat),
-                "p95_ms": 1000 * pct(lat, 0.95), "writer_errors": errors, **check}
+                "p95_ms": 1000 * pct(lat, 0.95), "writer_errors": errors, "commits": len(commits or []) or None,
+                "biggest_group": max(commits) if commits else None,
+                "cpu_ms_per_write": {"server": 1000 * server_cpu / max(1, len(acked)),
+                                     "writers": 1000 * writers_cpu / max(1, len(acked))}, **check}
     finally:
         if server is not None and server.poll() is None:
             server.kill()
@@ -145,7 +165,7 @@ def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], kee
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def wait_ready(url: str, proc: subprocess.Popen) -> None:
+def wait_ready(url: str, proc: subprocess.Popen, token: str) -> None:
     import httpx
 
     deadline = time.monotonic() + 120
@@ -153,7 +173,7 @@ def wait_ready(url: str, proc: subprocess.Popen) -> None:
         if proc.poll() is not None:
             raise SystemExit(f"memcli serve exited with {proc.returncode}")
         try:
-            r = httpx.get(url + "/health", timeout=1)
+            r = httpx.get(url + "/health", timeout=1, headers={"Authorization": f"Bearer {token}"})
             if r.status_code == 200 and r.json().get("ready"):
                 return
         except httpx.HTTPError:
@@ -178,6 +198,30 @@ def count_check(home: Path, env: dict[str, str], acked: list[list[Any]], expecte
             "unexpected": len(set(contents) - expected)}
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of the children it waited for (the `memcli` processes of a CLI writer)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """CPU time of a running process (its threads included), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def version_ms(env: dict[str, str], runs: int = 10) -> float:
+    """p50 of `memcli --version` as a whole process: the floor of any `memcli` command on this machine now."""
+    lat = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([MEMCLI, "--version"], env=env, capture_output=True, check=True)
+        lat.append((time.perf_counter() - t) * 1000)
+    return statistics.median(lat)
+
+
 # ------------------------------------------------------------------------------------------ main
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
@@ -187,8 +231,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--modes", default="cli,rest", help="comma-separated: cli, rest, lib")
-    ap.add_argument("--cli-per-writer", type=int, default=5, help="`memcli remember` processes per CLI writer")
-    ap.add_argument("--rest-per-writer", type=int, default=50)
+    ap.add_argument("--cli-per-writer", type=int, default=100, help="`memcli remember` processes per CLI writer")
+    ap.add_argument("--cli-local-per-writer", type=int, default=5, help="the same with --no-server")
+    ap.add_argument("--rest-per-writer", type=int, default=100)
     ap.add_argument("--lib-per-writer", type=int, default=50)
     ap.add_argument("--embedder", default="local", help="local (the bundled model, default) or hash (quick)")
     ap.add_argument("--keep", action="store_true", help="keep the temp homes")
@@ -196,19 +241,32 @@ def main() -> None:
     a = ap.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
     env["MEMCLI_EMBEDDER"] = a.embedder
-    per = {"cli": a.cli_per_writer, "rest": a.rest_per_writer, "lib": a.lib_per_writer}
+    env["MEMCLI_AUTOSTART"] = "0"  # cli-local: no server started behind the bench's back
+    per = {"cli": a.cli_per_writer, "cli-local": a.cli_local_per_writer, "rest": a.rest_per_writer,
+           "lib": a.lib_per_writer}
+    version = version_ms(env)
     results = []
     for mode in [m.strip() for m in a.modes.split(",") if m.strip()]:
         print(f"... {mode}: {a.writers} writers x {per[mode]} ({a.embedder} embedder)", file=sys.stderr, flush=True)
         results.append(run_mode(mode, a.writers, per[mode], env, a.keep))
-    print(f"\n{a.writers} concurrent writers, embedder {a.embedder}, {os.cpu_count()} cores\n")
-    head = ("mode", "writes", "wall s", "writes/s", "p50 ms", "p95 ms", "rows", "lost", "duplicated")
+    version_after = version_ms(env)
+    print(f"\n{a.writers} concurrent writers, embedder {a.embedder}, {os.cpu_count()} cores; `memcli --version` "
+          f"p50 {version:.0f} ms before, {version_after:.0f} ms after (the machine's pace in this run)\n")
+    head = ("mode", "writes", "wall s", "writes/s", "p50 ms", "p95 ms", "commits (biggest)",
+            "CPU ms/write: server + writers", "bound on idle cores", "rows", "lost", "duplicated")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in results:
         rate = f"{r['writes_per_s']:.2f}" if r["writes_per_s"] < 10 else f"{r['writes_per_s']:.1f}"
+        groups = f"{r['commits']} ({r['biggest_group']})" if r.get("commits") else "—"
+        cpu = r["cpu_ms_per_write"]
+        bound = (os.cpu_count() or 1) * 1000 / max(1e-9, cpu["server"] + cpu["writers"])
         print(f"| {r['mode']} | {r['writes']}/{r['attempted']} | {r['wall_s']:.1f} | {rate} | "
-              f"{r['p50_ms']:.0f} | {r['p95_ms']:.0f} | {r['rows']} | {r['lost']} | {r['duplicated']} |")
+              f"{r['p50_ms']:.0f} | {r['p95_ms']:.0f} | {groups} | {cpu['server']:.0f} + {cpu['writers']:.0f} | "
+              f"{bound:.0f}/s | {r['rows']} | {r['lost']} | {r['duplicated']} |")
+    print("\nbound on idle cores: the cores' CPU-seconds a second over the CPU one write took (server and writers);"
+          " a busy machine gets less")
+    print("targets: cli (8 x 100 through the server) >= 25 writes/s; rest (8 x 100) >= 60 writes/s, p50 <= 150 ms")
     ok = all(r["lost"] == 0 and r["duplicated"] == 0 and r["rows"] == r["writes"] == r["attempted"]
              and not r["unexpected"] for r in results)
     print("\ncount check: " + ("0 lost, 0 duplicated" if ok else "FAILED: " + json.dumps(results)))

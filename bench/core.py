@@ -5,11 +5,13 @@ Prints:
   throughput to the embedder's own throughput on the same texts in the same run (target ≥ 0.8);
 - warm recall p50/p95 at 10k and 100k memories (the 100k part uses precomputed vectors: real e5 vectors
   of real texts, jittered), before and after 1,000 single writes (target p50 ≤ 20 ms at 100k);
-- `memcli recall` as a whole process: cold (no server: the process opens the store and loads the model), and
-  through a warm `memcli serve` of the same home (the CLI's read path when a server runs; target p50 ≤ 250 ms
-  at 10k).
+- `memcli recall` and `memcli remember` as whole processes: in-process (`--no-server`: the process opens the
+  store and loads the model), and through a warm `memcli serve` of the same home — recall, remember, update,
+  forget, import and board writes, side by side with `memcli --version` in the same rounds (targets: recall
+  p50 ≤ 100 ms and ≤ 2× `--version`; each write ≤ 150 ms).
 
-Usage: python bench/core.py [--sizes 10000,100000] [--writes 1000] [--queries 100]
+Usage: python bench/core.py [--sizes 10000,100000] [--writes 1000] [--queries 100] [--cli-runs 30]
+       python bench/core.py --sizes 10000 --throughput 0 --writes 0 --cli-runs 30   # the CLI rows only
 Texts come from ../shared/data/locomo10-dev.json (benchmark data, never shipped).
 """
 
@@ -25,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -182,31 +185,62 @@ def single_writes(home: Path, texts: list[str], n: int) -> None:
 def _cli() -> tuple[list[str], dict[str, str]]:
     exe = Path(sys.executable).parent / "memcli"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "memcli.cli"]
-    env = dict(os.environ, MEMCLI_NAMESPACE="bench")
+    env = dict(os.environ, MEMCLI_NAMESPACE="bench", MEMCLI_AUTOSTART="0")  # no server left behind
     env.pop("MEMCLI_EMBEDDER", None)
     env.pop("MEMCLI_PORT", None)
+    env.pop("MEMCLI_NO_SERVER", None)
     return cmd, env
 
 
+def _child_cpu() -> float:
+    """CPU seconds of the child processes waited for so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def cold_cli(home: Path, query: str, runs: int = 5) -> None:
+    """Whole processes with no server (``--no-server``): each opens the store and loads the model."""
     cmd, env = _cli()
     env["MEMCLI_HOME"] = str(home)
-    lat = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(cmd + ["recall", query, "--json"], env=env, check=True, capture_output=True)
-        lat.append((time.perf_counter() - t) * 1000)
-    print(f"  cold `memcli recall` (whole process): median {statistics.median(lat):.0f} ms over {runs} runs")
+    for label, args in (("recall", ["recall", query]), ("remember", ["remember", "cold write {i}"])):
+        lat = []
+        for i in range(runs):
+            t = time.perf_counter()
+            subprocess.run(cmd + ["--no-server", *[a.format(i=i) for a in args], "--json"], env=env, check=True,
+                           capture_output=True)
+            lat.append((time.perf_counter() - t) * 1000)
+        print(f"  `memcli {label}` in-process (no server; opens the store, loads the model): median "
+              f"{statistics.median(lat):.0f} ms over {runs} runs")
 
 
-def warm_server_cli(home: Path, qs: list[str]) -> None:
-    """`memcli recall QUERY --json` as a whole process while a `memcli serve` of the home runs: the CLI
-    finds it (server.json), sends the home's token and id, prints the answer."""
+def warm_server_cli(home: Path, qs: list[str], texts: list[str]) -> None:
+    """The CLI as a whole process while a `memcli serve` of the home runs: the command finds it (server.json),
+    has it prove it is the home's (once per server process), sends the home's token, prints the answer. Each
+    round runs every command once, `memcli --version` among them, so the ratios compare the same moments."""
     cmd, env = _cli()
     env["MEMCLI_HOME"] = str(home)
     log = open(home / "bench-serve.log", "wb")
     server = subprocess.Popen(cmd + ["serve", "--port", "0"], env=env, stdout=log, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL)
+
+    cpu: dict[str, list[float]] = {}
+
+    def timed(name: str, argv: list[str]) -> tuple[float, bytes]:
+        """Wall ms of one whole process; its CPU ms go to ``cpu[name]``."""
+        c0 = _child_cpu()
+        t = time.perf_counter()
+        out = subprocess.run(argv, env=env, check=True, capture_output=True).stdout
+        ms = (time.perf_counter() - t) * 1000
+        cpu.setdefault(name, []).append((_child_cpu() - c0) * 1000)
+        return ms, out
+
+    def run(*args: str) -> tuple[float, Any]:
+        name = " ".join(args[:2]) if args[0] == "board" else args[0]
+        ms, out = timed(name, cmd + [*args, "--json"])
+        return ms, json.loads(out) if out.strip() else None
+
     try:
         deadline = time.time() + 120
         while not (home / "server.json").exists():
@@ -214,15 +248,37 @@ def warm_server_cli(home: Path, qs: list[str]) -> None:
                 raise SystemExit(f"memcli serve did not start: see {home / 'bench-serve.log'}")
             time.sleep(0.1)
         for q in questions()[-5:]:  # warm-up (the first ones load the indexes); also proves the answers
-            out = subprocess.run(cmd + ["recall", q, "--json"], env=env, check=True, capture_output=True).stdout
-            assert json.loads(out), "no answer"
-        lat = []
-        for q in qs:
-            t = time.perf_counter()
-            subprocess.run(cmd + ["recall", q, "--json"], env=env, check=True, capture_output=True)
-            lat.append((time.perf_counter() - t) * 1000)
-        print(f"  memcli recall as a whole process, warm server: p50 {statistics.median(lat):.0f} ms, "
-              f"p95 {pct(lat, 95):.0f} ms over {len(lat)} runs (target p50 <= 250 ms)")
+            assert run("recall", q)[1], "no answer"
+        run("remember", "warm-up write through the server")
+        export = home / "bench-one.jsonl"
+        rows: dict[str, list[float]] = {k: [] for k in (
+            "--version", "recall", "remember", "update", "forget", "import (1 record)", "board add", "board move")}
+        for i, q in enumerate(qs):
+            rows["--version"].append(timed("--version", cmd + ["--version"])[0])
+            ms, _ = run("recall", q)
+            rows["recall"].append(ms)
+            ms, d = run("remember", f"{texts[i % len(texts)]} (through the warm server, run {i})")
+            rows["remember"].append(ms)
+            mid = d["memory_id"]
+            rows["update"].append(run("update", mid, "--importance", "0.7")[0])
+            rows["forget"].append(run("forget", mid)[0])
+            export.write_text(json.dumps({"id": f"0190cccc-0000-7000-8000-{i:012d}", "content": texts[-1 - i],
+                                          "namespace": "bench"}) + "\n")
+            ms, _ = run("import", str(export))
+            rows["import (1 record)"].append(ms)
+            cpu.setdefault("import (1 record)", []).extend(cpu.pop("import"))
+            ms, d = run("board", "add", f"card {i}")
+            rows["board add"].append(ms)
+            rows["board move"].append(run("board", "move", d["task_id"], "todo")[0])
+        base = statistics.median(rows["--version"])
+        print(f"  whole `memcli` processes, warm server, {len(qs)} rounds (each round: every command once; CPU: the "
+              "process's own, median):")
+        for name, lat in rows.items():
+            med = statistics.median(lat)
+            ratio = "" if name == "--version" else f"   {med / base:4.2f}x --version"
+            print(f"    memcli {name:<18} p50 {med:6.0f} ms   p95 {pct(lat, 95):6.0f} ms   CPU "
+                  f"{statistics.median(cpu[name]):4.0f} ms{ratio}")
+        print("    targets: recall <= 100 ms and <= 2x --version; remember (and the other writes) <= 150 ms")
     finally:
         server.terminate()
         server.wait(30)
@@ -256,7 +312,7 @@ def main() -> None:
                 bench_recall(home, qs, f"warm, after {args.writes} single writes", args.rounds)
             cold_cli(home, qs[0])
             if args.cli_runs:
-                warm_server_cli(home, qs[:args.cli_runs])
+                warm_server_cli(home, qs[:args.cli_runs], texts)
         finally:
             shutil.rmtree(home, ignore_errors=True)
 

@@ -22,7 +22,7 @@ def hash_env(tmp: Path) -> dict[str, str]:
     """The environment of a memcli process under test: none of the caller's MEMCLI_* settings, the fast
     deterministic test embedder, and a HOME of its own under ``tmp``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
+    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"), MEMCLI_AUTOSTART="0")
     return env
 
 

@@ -28,6 +28,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
     (tmp_path / "user-home").mkdir()
     monkeypatch.setenv("MEMCLI_EMBEDDER", "hash")
+    # a memory command with no server running starts one for the next command: not in tests, where every
+    # home is a new tmp dir (tests of that start clear it)
+    monkeypatch.setenv("MEMCLI_AUTOSTART", "0")
     for var in ("MEMCLI_NAMESPACE", "MEMCLI_AGENT", "MEMCLI_EMBED_BASE_URL", "MEMCLI_EMBED_MODEL",
                 "MEMCLI_EMBED_DIMS", "MEMCLI_EMBED_API_KEY", "MEMCLI_STORAGE_URI", "MEMCLI_STORE_URI", "MEMCLI_SINGLE_WRITER", "MEMCLI_PORT", "MEMCLI_TOKEN",
                 "MEMCLI_JSON", "XDG_DATA_HOME"):

@@ -101,7 +101,8 @@ def test_only_the_command_being_run_is_registered(tmp_path: Any) -> None:
     assert _command_of(["--home", "/h", "list"]) == "list" and _command_of(["--home=/h", "get", "x"]) == "get"
     assert _command_of(["--version"]) is None and _command_of(["--help"]) is None and _command_of([]) is None
     memcli = str(Path(sys.executable).parent / "memcli")
-    env = {"MEMCLI_EMBEDDER": "hash", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    assert _command_of(["--no-server", "list"]) == "list"
+    env = {"MEMCLI_EMBEDDER": "hash", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MEMCLI_AUTOSTART": "0"}
     p = subprocess.run([memcli, "--home", str(tmp_path / "h"), "list", "--json"], capture_output=True, text=True,
                        env=env, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "[]", p.stderr

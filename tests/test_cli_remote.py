@@ -1,6 +1,6 @@
 """The CLI's read commands go through the home's warm server (real `memcli serve`, real `memcli` processes):
 same output, same errors and exit codes as opening the store directly, and a fallback to the store whenever
-no server of this home can answer."""
+no server of this home can answer. (Writes: test_cli_server_writes.py.)"""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    return {**env, "MEMCLI_HOME": str(home), "MEMCLI_EMBEDDER": "hash", **extra}
+    return {**env, "MEMCLI_HOME": str(home), "MEMCLI_EMBEDDER": "hash", "MEMCLI_AUTOSTART": "0", **extra}
 
 
 def cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -124,7 +124,8 @@ def test_reads_go_through_the_server_with_the_same_output(served: ServerProc, tm
     assert [h["content"] for h in through_server[READS[3]]] == ["Lunch is at noon on Fridays"]
     assert through_server[READS[2]][0]["explain"] and through_server[READS[9]]["is_duplicate"] is True
     assert len(through_server[READS[7]]) == 3 and through_server[READS[8]] == []
-    assert cli(foreign, "remember", "a write opens the store here", cwd=cwd).returncode == 1  # writes are local
+    # the store cannot be opened here: a command that must work in this process fails
+    assert cli(foreign, "--no-server", *READS[0], cwd=cwd).returncode == 1
 
     # The same commands with no server of this home (server.json moved away): the store, opened here.
     sj = served.home / "server.json"

@@ -366,7 +366,7 @@ def distilled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server
         pytest.skip("memcli is not installed in this environment")
     tmp = tmp_path_factory.mktemp("distill")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"))
+    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"), MEMCLI_AUTOSTART="0")
     srv = start_server(str(BIN / "memcli"), env, tmp / "home")
     try:
         with srv.client(timeout=60) as api:

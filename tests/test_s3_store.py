@@ -43,7 +43,7 @@ def _uri() -> str:
 
 def _env(tmp: Path, extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCLI_", "AWS_"))}
-    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"), **extra)
+    env.update(MEMCLI_EMBEDDER="hash", HOME=str(tmp / "user-home"), MEMCLI_AUTOSTART="0", **extra)
     return env
 
 

@@ -63,7 +63,7 @@ def homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Pa
 def _env(home: Path | str, port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
     return {**env, "MEMCLI_HOME": str(home), "MEMCLI_PORT": str(port), "MEMCLI_TOKEN": SHARED,
-            "MEMCLI_EMBEDDER": "hash", "MEMCLI_HOOK_IDLE_TIMEOUT": "60", **extra}
+            "MEMCLI_EMBEDDER": "hash", "MEMCLI_HOOK_IDLE_TIMEOUT": "60", "MEMCLI_AUTOSTART": "0", **extra}
 
 
 def test_two_homes_never_cross(homes: tuple[Served, Path, Path], tmp_path: Path) -> None:

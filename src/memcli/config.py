@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -87,6 +86,10 @@ class ServerConfig:
     # and spend at most this many tokens (prompt + answer) on one stale update; else the update is refused (412)
     merge_timeout: float = 15.0
     merge_token_budget: int = 4_000
+    # a memory command that finds no server of its home running starts one in the background for the next
+    # command (as the hooks do); it exits after autostart_idle_timeout seconds without a request
+    autostart: bool = True
+    autostart_idle_timeout: float = 1800.0
 
 
 DEFAULT_COLUMNS = ("backlog", "todo", "doing", "review", "done")
@@ -160,6 +163,7 @@ _ENV_MAP = {
     "MEMCLI_STORAGE_URI": ("storage_uri", None),
     "MEMCLI_STORE_URI": ("storage_uri", None),
     "MEMCLI_SINGLE_WRITER": ("single_writer", "server"),
+    "MEMCLI_AUTOSTART": ("autostart", "server"),
     "MEMCLI_EMBEDDER": ("provider", "embedder"),
     "MEMCLI_EMBED_BASE_URL": ("base_url", "embedder"),
     "MEMCLI_EMBED_MODEL": ("model", "embedder"),
@@ -294,6 +298,8 @@ def _jobs_config(raw: Any, origin: str) -> dict[str, JobConfig]:
         if unknown:
             raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; allowed: command, cwd, timeout")
         cmd = spec.get("command")
+        import shlex  # only a config with jobs needs it
+
         try:
             argv = shlex.split(cmd) if isinstance(cmd, str) else cmd
         except ValueError as exc:

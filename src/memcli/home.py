@@ -202,11 +202,11 @@ def read_server_file(home: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def running_server_port(home: Path) -> int | None:
-    """The port of this home's server when ``server.json`` names one whose process still runs, else None.
+def running_server(home: Path) -> tuple[int, int | None] | None:
+    """(port, pid) of this home's server when ``server.json`` names one whose process still runs, else None.
 
     Only a file in this (private) home counts: a client never sends its token to a port merely because
-    something listens there.
+    something listens there (and it asks the server to prove it is this home's first: :mod:`memcli.proof`).
     """
     info = read_server_file(home)
     if not info:
@@ -215,12 +215,30 @@ def running_server_port(home: Path) -> int | None:
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
         return None
     if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None  # left behind by a server that was killed
-        except PermissionError:
-            return None  # another user's process took the pid
-        except OSError:
-            pass
-    return port
+        if not process_alive(pid):
+            return None  # left behind by a server that was killed, or another user's process took the pid
+        return port, pid
+    return port, None
+
+
+def process_alive(pid: int) -> bool:
+    """Does this process of ours run? (Not when it is gone, another user's, or killed and not yet reaped.)"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    except OSError:
+        return True
+    try:  # a zombie: killed, its parent has not reaped it (an orphan, where init does not reap)
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def running_server_port(home: Path) -> int | None:
+    """The port of this home's running server (see :func:`running_server`), else None."""
+    found = running_server(home)
+    return found[0] if found else None

@@ -1,14 +1,18 @@
 """A :class:`MemoryService`-shaped client of a memcli server's REST API.
 
-:class:`RemoteService` has the read methods of ``MemoryService`` — ``recall``, ``list``, ``get``,
-``check_duplicate``, ``stats`` — with the same signatures and return types (the same model objects), so a
-face can be handed either. Errors the service raised on the server come back as the same ``MemcliError``
+:class:`RemoteService` has the memory methods of ``MemoryService`` — ``recall``, ``list``, ``get``,
+``check_duplicate``, ``stats``, ``remember``, ``update``, ``forget``, ``history``, ``import_records`` — with the
+same signatures and return types (the same model objects), so a face can be handed either. Errors the service raised on the server come back as the same ``MemcliError``
 subclasses with the same messages; anything else (no server, another home's server, a refused token, a
 5xx, a broken connection, an older server without a route) is :class:`Unavailable`: the caller then opens
 the store itself and loses nothing.
 
 The CLI uses it for the home's own warm server (:meth:`RemoteService.for_home`: ``server.json``, the
-home's token and id), with a fallback to the store. In team mode (:meth:`RemoteService.for_team`:
+home's token and id), reads and writes alike, with a fallback to the store. Before the token leaves this
+process the server must prove it holds the home's token (a challenge answered with an HMAC bound to its
+port, :mod:`memcli.proof`); the proof is remembered for that server process in
+``<home>/hooks-state/verified`` (``"<port> <pid>"``, shared with the hook client), so the hot path stays
+one request. In team mode (:meth:`RemoteService.for_team`:
 ``MEMCLI_API_URL`` + ``MEMCLI_API_TOKEN``) it is the whole service — reads, writes, history, export/import —
 of a memcli server reached over http:// or https:// (``ssl`` is imported only then), with no fallback:
 every error is a :class:`MemcliError` (the server's own, or :class:`UnreachableError` naming the URL).
@@ -19,18 +23,18 @@ Standard library only, and little of it: one HTTP/1.1 exchange on a socket (``ht
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from memcli.errors import (
-    AmbiguousIdError, ConfigError, ForbiddenError, MemcliError, NotFoundError, UnreachableError, ValidationError,
-    VersionConflictError,
+    AmbiguousIdError, ConfigError, ConflictError, ForbiddenError, MemcliError, NotFoundError, TransitionError,
+    UnreachableError, ValidationError, VersionConflictError,
 )
-from memcli.home import HOME_HEADER, read_auth, running_server_port
-from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult
+from memcli.home import HOME_HEADER, read_auth, running_server
+from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult, normalise_scope, validate_metadata
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -38,13 +42,29 @@ if TYPE_CHECKING:
 # Errors the service raises about the request itself: the same answer whoever computes it. Everything else
 # (token, home, 5xx, embedder or store trouble on the server's side) is worth asking the store directly.
 _REQUEST_ERRORS: dict[str, type[MemcliError]] = {
-    c.code: c for c in (ValidationError, NotFoundError, AmbiguousIdError, VersionConflictError)}
+    c.code: c for c in (ValidationError, NotFoundError, AmbiguousIdError, VersionConflictError, ConflictError,
+                        TransitionError)}
 _TEAM_ERRORS: dict[str, type[MemcliError]] = {**_REQUEST_ERRORS, ForbiddenError.code: ForbiddenError}
 IMPORT_BATCH = 500
+WRITE_TIMEOUT = 600.0  # seconds a change may take the server before the client gives up on the answer
+SOURCE_HEADER = "X-Memcli-Source"  # the face a home's own client writes for (the server records it)
+VERIFIED = ("hooks-state", "verified")  # "<port> <pid>" of the server that last proved it is this home's
 
 
 class Unavailable(Exception):
-    """The server cannot answer this for us; use the store directly."""
+    """The server cannot answer this for us; use the store directly. ``sent``: the request may have reached
+    the server (the connection broke after it was sent), so a change may have been made."""
+
+    def __init__(self, message: str, *, sent: bool = False, refused: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
+        self.refused = refused  # nothing listens on the port: the server is gone
+
+
+class _NotSent(OSError):
+    """The connection failed before the request was sent (``refused``: nothing listens there)."""
+
+    refused = False
 
 
 @dataclass(frozen=True)
@@ -95,15 +115,21 @@ class RemoteEvent(dict):  # type: ignore[type-arg]
 
 
 class RemoteService:
-    """The read API of :class:`memcli.service.MemoryService`, answered by a memcli server."""
+    """The memory API of :class:`memcli.service.MemoryService`, answered by a memcli server."""
 
     def __init__(self, endpoint: Endpoint, *, namespace: str, project: str | None = None,
-                 strict: bool = False) -> None:
+                 strict: bool = False, agent: str | None = None, home: Path | None = None,
+                 server_pid: int | None = None) -> None:
         self.endpoint = endpoint
         self.namespace = namespace  # the caller's, sent explicitly: the server's default may differ
         self.project = project  # recall ranks this project first, as MemoryService(project=…) does
         self.strict = strict  # team mode: every failure is a MemcliError, there is no store to fall back on
+        self.agent = agent  # the caller's configured agent: the default scope of its remembers
         self.store = _StoreInfo()
+        # the home's own server: it must prove it holds the home's token before the token is sent
+        self.home = home
+        self.server_pid = server_pid
+        self._proven = home is None
 
     @classmethod
     def for_team(cls, config: "Config", *, project: str | None = None) -> "RemoteService":
@@ -118,9 +144,10 @@ class RemoteService:
 
     @classmethod
     def for_home(cls, config: "Config", *, project: str | None = None) -> "RemoteService | None":
-        """A client of the server this home runs (``server.json`` with a live pid), or None when none runs."""
-        port = running_server_port(config.home)
-        if port is None:
+        """A client of the server this home runs (``server.json`` with a live pid), or None when none runs.
+        Nothing is sent until the first call, and the token only once the server has proven it is ours."""
+        found = running_server(config.home)
+        if found is None:
             return None
         try:
             auth = read_auth(config.home)
@@ -128,8 +155,10 @@ class RemoteService:
             return None
         if auth is None:
             return None
+        port, pid = found
         return cls(Endpoint(port=port, token=config.server.token or auth.token, home_id=auth.home_id),
-                    namespace=config.namespace, project=project)
+                   namespace=config.namespace, project=project, agent=config.agent, home=config.home,
+                   server_pid=pid)
 
     def close(self) -> None:
         """Nothing to release: every call is one short connection."""
@@ -138,21 +167,29 @@ class RemoteService:
     def _request(self, method: str, path: str, query: Sequence[tuple[str, Any]] = (),
                  body: Any = None) -> Any:
         ep = self.endpoint
+        if not self._proven:
+            self._prove()
         params = [(k, _param(v)) for k, v in query if v is not None]
         url = path + ("?" + urlencode(params) if params else "")
         headers = {"Authorization": f"Bearer {ep.token}", "Accept": "application/json"}
         if ep.home_id:
             headers[HOME_HEADER] = ep.home_id
+        if self.home is not None and method != "GET":
+            headers[SOURCE_HEADER] = "cli"  # recorded as the CLI's write, as when the CLI opens the store
         data = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         try:
-            status, raw = _http(ep.host, ep.port, method, ep.base_path + url, headers, data, ep.timeout, ep.tls)
+            # a write may take the server long (an import of 500 memories on a busy machine): it is waited for,
+            # since giving up would leave the caller not knowing whether it was made
+            timeout = ep.timeout if method == "GET" else max(ep.timeout, WRITE_TIMEOUT)
+            status, raw = _http(ep.host, ep.port, method, ep.base_path + url, headers, data, timeout, ep.tls)
         except OSError as exc:  # refused, reset, timed out, or not HTTP (ssl.SSLError is an OSError too)
             if self.strict:
                 raise UnreachableError(f"cannot reach memcli server at {ep.url}: {exc}") from None
-            raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from None
+            raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}", sent=not isinstance(exc, _NotSent),
+                              refused=isinstance(exc, _NotSent) and exc.refused) from None
         try:
             payload = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, ValueError):
@@ -170,6 +207,44 @@ class RemoteService:
         if err is not None and isinstance(message, str) and not message.startswith("no such route"):
             raise err(message)
         raise Unavailable(f"{method} {path}: HTTP {status} {code or ''}".rstrip())
+
+    def _prove(self) -> None:
+        """Make sure the server on our port is this home's before anything carrying the token is sent: trusted
+        when ``verified`` names this port and the pid of ``server.json``, else a fresh challenge without the
+        token, answered with an HMAC of the home's token bound to the port (:mod:`memcli.proof`)."""
+        ep, home = self.endpoint, self.home
+        assert home is not None
+        cache = home.joinpath(*VERIFIED)
+        mark = f"{ep.port} {self.server_pid}"
+        try:
+            if self.server_pid and cache.read_text(encoding="utf-8") == mark:
+                self._proven = True
+                return
+        except (OSError, UnicodeDecodeError):
+            pass
+        import secrets
+
+        from memcli.proof import CHALLENGE_HEADER, proof_ok
+
+        nonce = secrets.token_hex(16)
+        try:
+            status, raw = _http(ep.host, ep.port, "GET", ep.base_path + "/health", {CHALLENGE_HEADER: nonce}, None,
+                                min(ep.timeout, 5.0), ep.tls)
+            d = json.loads(raw.decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise Unavailable(f"GET /health: {type(exc).__name__}: {exc}",
+                              refused=isinstance(exc, _NotSent) and exc.refused) from None
+        proof = d.get("proof") if isinstance(d, dict) else None
+        if status != 200 or not isinstance(proof, str) or not proof_ok(ep.token, nonce, ep.port, proof):
+            raise Unavailable(f"whatever listens on port {ep.port} did not prove it is this home's server; "
+                              "nothing was sent to it")
+        self._proven = True
+        if self.server_pid and d.get("pid") == self.server_pid:
+            try:  # remembered for this server process: the next commands send at once
+                cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                cache.write_text(mark, encoding="utf-8")
+            except OSError:
+                pass
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """Any other route of the server (``memcli space`` uses the admin routes)."""
@@ -251,13 +326,25 @@ class RemoteService:
                  namespace: str | None = None, project: str | None = None, source: str = "cli",
                  created_at: int | None = None, thread: str | None = None,
                  keep_secrets: bool = False) -> RememberResult:
-        """Store one memory (see ``MemoryService.remember``); the server records it as written by ``api``."""
+        """Store one memory (see ``MemoryService.remember``). A team server records it as written by ``api``;
+        the home's own server as the CLI's, with this client's defaults (agent scope, parsed metadata)."""
+        if self.home is not None:
+            scope, agent, metadata = self._own_defaults(scope, agent, metadata)
         body = _drop_none({"content": content, "tags": list(tags) if tags else None, "scope": scope,
                            "agent": agent, "importance": importance, "key": key, "ttl": ttl, "metadata": metadata,
                            "namespace": namespace or self.namespace,
                            "project": project if project is not None else self.project, "created_at": created_at,
                            "keep_secrets": keep_secrets or None})
         return _result(self._request("POST", "/api/memories", body=body))
+
+    def _own_defaults(self, scope: str | None, agent: str | None,
+                      metadata: dict[str, Any] | str | None) -> tuple[str | None, str | None, dict[str, Any] | None]:
+        """What the store opened here would use: this client's agent (else ``global``) as the default scope,
+        metadata parsed here (the same errors), so the home's server, whatever its own settings, writes the
+        same memory."""
+        if scope is None and agent is None:
+            scope, agent = (None, self.agent) if self.agent else (normalise_scope("global"), None)
+        return scope, agent, validate_metadata(metadata) if metadata is not None else None
 
     def remember_many(self, items: Sequence[Any], *, source: str = "cli",
                       progress: Any = None) -> list[RememberResult]:
@@ -274,6 +361,8 @@ class RemoteService:
                metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
                expected_version: int | None = None, source: str = "cli", keep_secrets: bool = False) -> Memory:
         """Change a memory (see ``MemoryService.update``); a stale ``expected_version`` → VersionConflictError."""
+        if self.home is not None and metadata is not None:
+            metadata = validate_metadata(metadata)
         body = _drop_none({"content": content, "tags": list(tags) if tags is not None else None,
                            "importance": importance, "scope": scope, "agent": agent, "metadata": metadata,
                            "ttl": ttl, "expected_version": expected_version, "keep_secrets": keep_secrets or None})
@@ -284,6 +373,9 @@ class RemoteService:
         refs = [refs] if isinstance(refs, str) else list(refs)
         if not refs:
             raise ValidationError("give at least one memory id")
+        if len(refs) == 1:  # the server resolves the id (or prefix) itself: one request
+            d = self._request("DELETE", "/api/memories/" + quote(refs[0], safe=""))
+            return [d["memory_id"]] if isinstance(d, dict) and isinstance(d.get("memory_id"), str) else []
         ids = list(dict.fromkeys(self.get(r).id for r in refs))
         for mid in ids:
             self._request("DELETE", "/api/memories/" + quote(mid, safe=""))
@@ -322,8 +414,11 @@ class RemoteService:
 
     def import_records(self, records: Sequence[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
                        progress: Any = None, batch: int = IMPORT_BATCH, keep_secrets: bool = False) -> dict[str, int]:
-        """Import export records through the server, in batches (idempotent by id)."""
+        """Import export records through the server, in batches (idempotent by id). Every record is checked
+        here first, as the store opened here would: a bad one imports nothing."""
         recs = list(records)
+        if self.home is not None:
+            _check_records(recs)
         total = {"read": 0, "added": 0, "skipped": 0}
         for start in range(0, len(recs), batch):
             res = self.import_new(recs[start:start + batch], vectors_identity=vectors_identity,
@@ -339,6 +434,19 @@ class RemoteService:
                              "not through MEMCLI_API_URL")
 
     compact = reindex = distill = _server_side
+
+
+def _check_records(records: Sequence[Any]) -> None:
+    """The validation ``MemoryService.import_records`` does before it writes anything."""
+    from memcli.records import record_to_memory
+
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise ValidationError(f"record {i + 1} is not a JSON object")
+        try:
+            record_to_memory(r)
+        except ValidationError as exc:
+            raise ValidationError(f"record {i + 1}: {exc.message}") from None
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
@@ -386,7 +494,13 @@ def _http(host: str, port: int, method: str, target: str, headers: dict[str, str
     hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     head = [f"{method} {target} HTTP/1.1", f"Host: {hostport}", "Connection: close",
             f"Content-Length: {len(body or b'')}", *(f"{k}: {v}" for k, v in headers.items())]
-    with socket.create_connection((host, port), timeout=timeout) as raw_sock:
+    try:
+        raw_sock = _connect(host, port, timeout, tls)
+    except OSError as exc:  # nothing was sent: refused, unreachable, timed out connecting
+        not_sent = _NotSent(f"{type(exc).__name__}: {exc}")
+        not_sent.refused = isinstance(exc, ConnectionRefusedError)
+        raise not_sent from None
+    try:
         sock = raw_sock
         if tls:  # only then: ssl costs ~10 ms to import
             import ssl
@@ -399,6 +513,8 @@ def _http(host: str, port: int, method: str, target: str, headers: dict[str, str
             if not data:
                 break
             chunks.append(data)
+    finally:
+        raw_sock.close()
     raw = b"".join(chunks)
     end = raw.find(b"\r\n\r\n")
     if end < 0:
@@ -417,6 +533,25 @@ def _http(host: str, port: int, method: str, target: str, headers: dict[str, str
             raise OSError("the answer was cut short")
         payload = payload[:n]
     return int(parts[1]), payload
+
+
+def _connect(host: str, port: int, timeout: float, tls: bool) -> Any:
+    """A connected TCP socket. The home's server (a numeric loopback address) is reached with the C socket
+    module alone: ``socket`` and its name resolution (``encodings.idna``) cost the CLI's hot path ~5 ms."""
+    if host in ("127.0.0.1", "::1") and not tls:
+        import _socket
+
+        sock = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    import socket
+
+    return socket.create_connection((host, port), timeout=timeout)
 
 
 def _unchunk(data: bytes) -> bytes:

@@ -155,6 +155,18 @@ def row_search_text(content: str, context: Sequence[str]) -> str:
     return search_text("\n".join([*context, content, content]))
 
 
+def _open_failure(exc: BaseException) -> str:
+    """Why a store could not be opened, in words a user can act on (lance's errors carry retry state and the
+    source location of the Rust code: neither helps, and neither belongs in an answer to a client)."""
+    text = str(exc)
+    if "NoSuchBucket" in text:
+        return "the bucket does not exist (object storage: create the bucket first, e.g. `aws s3 mb s3://BUCKET`)"
+    for cut in (", location: Location", " location: Location", ", backtrace:"):
+        if cut in text:
+            text = text[:text.index(cut)]
+    return text[:500]
+
+
 def memory_to_row(m: Memory, vector: Sequence[float], context_vector: Sequence[float] | None = None) -> dict[str, Any]:
     """The stored row for a memory, its vector and its context vector (default: the same vector)."""
     return {
@@ -195,7 +207,7 @@ class MemoryStore(IndexMaintenance):
             self.audit = AuditLog(self.db, commit=self.commit, open_or_create=self.open_or_create)
             meta = self.read_meta()
         except (OSError, RuntimeError, ValueError) as exc:
-            raise StoreError(f"cannot open the store at {uri}: {exc}. Run `memcli doctor`.") from exc
+            raise StoreError(f"cannot open the store at {uri}: {_open_failure(exc)}. Run `memcli doctor`.") from exc
         stored = meta.get("embedder")
         self.stored_identity = json.loads(stored) if stored else None
         self.table_name = meta.get("active_table", DEFAULT_TABLE)

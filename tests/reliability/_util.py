@@ -41,7 +41,7 @@ def make_env(home: Path, **extra: str) -> dict[str, str]:
     test names another), no stray MEMCLI_* settings of the developer's shell."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
     env.update(MEMCLI_HOME=str(home), MEMCLI_TOKEN=TOKEN, MEMCLI_EMBEDDER=os.environ.get("MEMCLI_EMBEDDER", "hash"),
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1", MEMCLI_AUTOSTART="0")
     env.update(extra)
     return env
 

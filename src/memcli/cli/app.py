@@ -69,11 +69,14 @@ def main_callback(
     ctx: typer.Context,
     home: Optional[Path] = typer.Option(None, "--home", envvar="MEMCLI_HOME", help="Directory for config and data "
                                         "(default: the platform's user data dir)."),
+    no_server: bool = typer.Option(False, "--no-server", envvar="MEMCLI_NO_SERVER", help="Work in this process "
+                                   "only: do not use this home's running server, do not start one."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
 ) -> None:
     """Global options."""
     st = state(ctx)
     st.home = home
+    st.no_server = no_server
 
 
 def build_app(modules: list[str] | None = None) -> typer.Typer:
@@ -117,7 +120,7 @@ def _command_of(argv: list[str]) -> str | None:
         if arg == "--home":
             i += 2
             continue
-        if arg.startswith("--home="):
+        if arg.startswith("--home=") or arg == "--no-server":
             i += 1
             continue
         return None if arg.startswith("-") else arg  # --version, --help: the full app

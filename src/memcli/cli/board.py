@@ -34,20 +34,53 @@ def _board(ctx: typer.Context, json_: bool, namespace: str | None) -> "tuple[Sta
 def _read(ctx: typer.Context, json_: bool, namespace: str | None, path: str, query: list[tuple[str, Any]],
           local: "Callable[[BoardService], Any]") -> tuple[State, Any]:
     """A read, answered by this home's warm server when one runs (no LanceDB import: ~0.2 s instead of
-    ~1.5 s), else by the store opened here; the same JSON either way. Writes always open the store."""
-    from memcli.remote import RemoteService, Unavailable
+    ~1.5 s), else by the store opened here; the same JSON either way."""
+    from memcli.remote import Unavailable
 
     with_namespace(ctx, namespace)
     st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))
-    remote = RemoteService.for_home(st.config())
+    remote = st.home_server()
     if remote is not None:
         try:
             return st, remote.get_json(path, [("namespace", st.config().namespace), *query])
         except Unavailable:
-            pass
+            st.client().remote = None
     from memcli.board import board_of
 
     return st, local(board_of(st.service(), st.config()))
+
+
+def _write(ctx: typer.Context, json_: bool, namespace: str | None, method: str, path: str, body: dict[str, Any],
+           local: "Callable[[BoardService], Any]") -> tuple[State, Any]:
+    """A change, made by this home's warm server when one runs, else by the store opened here; the same JSON
+    either way. ``body`` gets the namespace and the configured agent (who adds or moves a card), so the
+    server, whatever its own settings, makes the same change. A change the server may have received before
+    the connection dropped is not made a second time here."""
+    from memcli.errors import UnreachableError
+    from memcli.remote import Unavailable
+
+    with_namespace(ctx, namespace)
+    st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))
+    remote = st.home_server()
+    if remote is not None:
+        if "agent" in body and body["agent"] is None:
+            body["agent"] = st.config().agent
+        body = {k: v for k, v in body.items() if v is not None}
+        try:
+            return st, remote.request(method, f"{path}?namespace={quote(st.config().namespace)}", body)
+        except Unavailable as exc:
+            if exc.sent:
+                raise UnreachableError(f"this home's server stopped answering ({exc}); the change may or may not "
+                                       "have been made: check with `memcli board show`") from None
+            st.client().remote = None
+    from memcli.board import board_of
+
+    return st, local(board_of(st.service(), st.config()))
+
+
+def _task_result(d: dict[str, Any]) -> dict[str, Any]:
+    """What add, assign and link print: the card, from the server's answer (the card) or the store's."""
+    return {"ok": True, "task_id": d["task_id"], "task": d}
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -170,10 +203,12 @@ def register(app: typer.Typer) -> None:
 
         Example: memcli board add "Fix the flaky upload test" -l bug -a codex
         """
-        st, b = _board(ctx, json_, namespace)
-        task = b.create_task(title, description=description, status=status, assignee=assignee, labels=label,
-                             memory_ids=memory, agent=agent)
-        emit({"ok": True, "task_id": task.id, "task": task.item()}, st.json, _done("Added"))
+        body = {"title": title, "description": description, "status": status, "assignee": assignee,
+                "labels": label, "memory_ids": memory, "agent": agent}
+        st, d = _write(ctx, json_, namespace, "POST", "/api/board/tasks", body, lambda b: {
+            "ok": True, "task": b.create_task(title, description=description, status=status, assignee=assignee,
+                                              labels=label, memory_ids=memory, agent=agent).item()})
+        emit(_task_result(d["task"]), st.json, _done("Added"))
 
     @board_app.command("move")
     def move(
@@ -191,9 +226,11 @@ def register(app: typer.Typer) -> None:
 
         Example: memcli board move T-12 review -r "tests pass"
         """
-        st, b = _board(ctx, json_, namespace)
-        res = b.move(task_id, status, reason=reason, expected_version=expected_version, agent=agent)
-        emit(res.item(), st.json, lambda d: out.print(
+        body = {"to_status": status, "reason": reason, "expected_version": expected_version, "agent": agent}
+        st, res = _write(ctx, json_, namespace, "POST", f"/api/board/tasks/{quote(task_id, safe='')}/move", body,
+                         lambda b: b.move(task_id, status, reason=reason, expected_version=expected_version,
+                                          agent=agent).item())
+        emit(res, st.json, lambda d: out.print(
             f"[green]Moved[/green] {d['task_id']} {d['from']} → {d['to']} (version {d['version']})"))
 
     @board_app.command("show")
@@ -207,10 +244,8 @@ def register(app: typer.Typer) -> None:
 
         Example: memcli board show T-12
         """
-        from memcli.board import task_ref
-
-        tid = task_ref(task_id)
-        st, data = _read(ctx, json_, namespace, f"/api/board/tasks/{quote(tid)}", [], lambda b: b.task_detail(tid))
+        st, data = _read(ctx, json_, namespace, f"/api/board/tasks/{quote(task_id, safe='')}", [],
+                         lambda b: b.task_detail(task_id))
         emit(data, st.json, _task_detail)
 
     @board_app.command("list")
@@ -245,9 +280,10 @@ def register(app: typer.Typer) -> None:
 
         Example: memcli board assign T-12 codex
         """
-        st, b = _board(ctx, json_, namespace)
-        task = b.update(task_id, assignee=assignee, expected_version=expected_version)
-        emit({"ok": True, "task_id": task.id, "task": task.item()}, st.json, _done("Assigned"))
+        st, d = _write(ctx, json_, namespace, "PATCH", f"/api/board/tasks/{quote(task_id, safe='')}",
+                       {"assignee": assignee, "expected_version": expected_version},
+                       lambda b: b.update(task_id, assignee=assignee, expected_version=expected_version).item())
+        emit(_task_result(d), st.json, _done("Assigned"))
 
     @board_app.command("link")
     def link(
@@ -263,9 +299,11 @@ def register(app: typer.Typer) -> None:
 
         Example: memcli board link T-12 3f9a1c2e
         """
-        st, b = _board(ctx, json_, namespace)
-        task = b.update(task_id, add_memory_ids=memory_ids, expected_version=expected_version)
-        emit({"ok": True, "task_id": task.id, "task": task.item()}, st.json, _done("Linked"))
+        st, d = _write(ctx, json_, namespace, "PATCH", f"/api/board/tasks/{quote(task_id, safe='')}",
+                       {"add_memory_ids": memory_ids, "expected_version": expected_version},
+                       lambda b: b.update(task_id, add_memory_ids=memory_ids,
+                                          expected_version=expected_version).item())
+        emit(_task_result(d), st.json, _done("Linked"))
 
     @board_app.command("run")
     def run(

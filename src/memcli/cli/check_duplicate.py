@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         """
         st = use_json(ctx, json_)
         with_namespace(ctx, namespace)
-        res = st.reader().check_duplicate(read_text_arg(text), threshold=threshold)
+        res = st.client().check_duplicate(read_text_arg(text), threshold=threshold)
         emit(res.item(), st.json, _human)
 
 

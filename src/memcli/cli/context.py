@@ -1,9 +1,12 @@
-"""Per-invocation state shared by commands: the home dir, the config and the (lazily opened) service."""
+"""Per-invocation state shared by commands: the home dir, the config, the (lazily opened) service, and the
+route to the home's warm server that the memory commands take when one runs."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,9 +16,13 @@ import typer
 
 if TYPE_CHECKING:
     from memcli.config import Config
-    from memcli.models import DuplicateCheck, Memory, RecallHit
+    from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult
     from memcli.remote import RemoteService
     from memcli.service import MemoryService
+
+# Changes: when the server may have received one and no answer came, the CLI says so instead of making it again
+# here (it would be made twice, or answered "already there" while the server may still be making it).
+CHANGES = frozenset({"remember", "update", "forget", "import_records"})
 
 
 @dataclass
@@ -24,10 +31,12 @@ class State:
 
     home: Path | None = None
     json: bool = False
+    no_server: bool = False  # --no-server / MEMCLI_NO_SERVER: everything in this process, no server started
     overrides: dict[str, Any] = field(default_factory=dict)
     _config: "Config | None" = None
     _service: "MemoryService | None" = None
-    _reader: "Reader | None" = None
+    _client: "Client | None" = None
+    _start_server: bool = False  # no server of this home ran: start one for the next command (on close)
 
     def config(self) -> "Config":
         if self._config is None:
@@ -47,6 +56,7 @@ class State:
         return RemoteService.for_team(self.config(), project=detect_project(Path.cwd()))
 
     def service(self, *, allow_mismatch: bool = False) -> "MemoryService":
+        """The store opened in this process (team mode: the team server's client)."""
         if self._service is None:
             remote = self.team()
             if remote is not None:
@@ -59,35 +69,54 @@ class State:
                                                allow_mismatch=allow_mismatch)
         return self._service
 
-    def reader(self) -> "Reader":
-        """For read commands: this home's warm server when one runs, else (or when it cannot answer) the
-        store opened here."""
-        if self._reader is None:
+    def client(self) -> "Client":
+        """For the memory commands (reads and writes): this home's warm server when one runs, else (or when it
+        cannot answer) the store opened here. With none running, the command works here and starts one in the
+        background for the next command (``[server] autostart``; never with --no-server)."""
+        if self._client is None:
             from memcli.project import detect_project
             from memcli.remote import RemoteService
 
             team = self.team()
             if team is not None:  # no fallback: the team's memory is on the server only
-                self._reader = Reader(None, lambda: team)  # type: ignore[arg-type,return-value]
-                return self._reader
-            remote = RemoteService.for_home(self.config(), project=detect_project(Path.cwd()))
-            self._reader = Reader(remote, self.service)
-        return self._reader
+                self._client = Client(None, lambda: team)  # type: ignore[arg-type,return-value]
+                return self._client
+            remote = None
+            if not self.no_server:
+                from memcli.home import running_server
+
+                remote = RemoteService.for_home(self.config(), project=detect_project(Path.cwd()))
+                self._start_server = (remote is None and self.config().server.autostart
+                                      and running_server(self.config().home) is None)
+            self._client = Client(remote, self.service)
+        return self._client
+
+    def home_server(self) -> "RemoteService | None":
+        """The home's warm server for a command that asks it directly (the board), or None (none runs, team
+        mode, --no-server). Unavailable errors are the caller's to handle (fall back to :meth:`service`)."""
+        return self.client().remote if self.team() is None else None
 
     def close(self) -> None:
         if self._service is not None:
             self._service.close()
+            client = self._client
+            started_here = client is not None and client.remote is None and (
+                self._start_server or (client.server_gone and self.config().server.autostart))
             self._service = None
+            if started_here:  # after the answer: the next command finds it warm
+                start_home_server(self.config())
 
 
-class Reader:
-    """recall, list, get, check_duplicate and stats — ``MemoryService``'s signatures and return types — asked
-    of the home's server first; when it is unavailable (not running, another home's, a 5xx, a dropped
-    connection) the same call goes to the store, so the answer is never lost."""
+class Client:
+    """``MemoryService``'s memory API — same signatures and return types — asked of the home's server first;
+    when it is unavailable (not running, not proven to be this home's, a 5xx, a dropped connection) the same
+    call goes to the store, so the answer is never lost. A change the server may have received before the
+    connection dropped is not made a second time here: the error says so."""
 
     def __init__(self, remote: "RemoteService | None", open_local: Callable[[], "MemoryService"]) -> None:
         self.remote = remote
         self.open_local = open_local
+        self.server_gone = False  # server.json names a server, but nothing listens on its port any more
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if self.remote is not None:
@@ -95,7 +124,14 @@ class Reader:
 
             try:
                 return getattr(self.remote, method)(*args, **kwargs)
-            except Unavailable:
+            except Unavailable as exc:
+                self.server_gone = exc.refused
+                if exc.sent and method in CHANGES:
+                    from memcli.errors import UnreachableError
+
+                    raise UnreachableError(
+                        f"this home's server stopped answering during `{method.split('_')[0]}` ({exc}); the change "
+                        "may or may not have been made: check with `memcli list` or `memcli get ID`") from None
                 self.remote = None  # and for the rest of this process
         return getattr(self.open_local(), method)(*args, **kwargs)
 
@@ -113,6 +149,80 @@ class Reader:
 
     def stats(self) -> dict[str, Any]:
         return self._call("stats")
+
+    def remember(self, content: str, **kwargs: Any) -> "RememberResult":
+        return self._call("remember", content, **kwargs)
+
+    def update(self, ref: str, **kwargs: Any) -> "Memory":
+        return self._call("update", ref, **kwargs)
+
+    def forget(self, refs: list[str]) -> list[str]:
+        return self._call("forget", refs)
+
+    def history(self, ref: str) -> list[Any]:
+        return self._call("history", ref)
+
+    def import_records(self, records: list[Any], **kwargs: Any) -> dict[str, int]:
+        return self._call("import_records", records, **kwargs)
+
+
+# ------------------------------------------------------------------ starting this home's server for the next command
+# The same start the hook client makes (memcli.hooks.client.start_server): detached, output appended to
+# <home>/logs/server.log, on the configured port when it is free (else any free one: server.json says which),
+# exiting after [server] autostart_idle_timeout seconds without a request; and not at all when another command
+# or hook started one less than START_GRACE_S seconds ago that still runs (the stamp and pid files they share).
+START_GRACE_S = 20.0
+STAMP = ("hooks-state", "server-start.stamp")
+PID_FILE = ("hooks-state", "server.pid")  # the process the last start made (the hooks write it too)
+
+
+def _starting(stamp: Path, pid_file: Path) -> bool:
+    """Did a command or hook start this home's server less than START_GRACE_S ago, and does that process
+    still run (a server that died at once, or was killed, is started again)?"""
+    try:
+        if time.time() - stamp.stat().st_mtime >= START_GRACE_S:
+            return False
+        pid = int(pid_file.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return False
+    from memcli.home import process_alive
+
+    return process_alive(pid)
+
+
+def _port_free(port: int) -> bool:
+    """Nothing listens on 127.0.0.1:port (a bare connect: nothing is sent)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def start_home_server(config: "Config") -> bool:
+    """Start ``memcli serve`` for ``config.home`` unless one was started a moment ago (and still runs). A
+    start the file system refuses is no error (the next command works in-process again). True when started."""
+    home = config.home
+    stamp = home.joinpath(*STAMP)
+    if _starting(stamp, home.joinpath(*PID_FILE)):
+        return False
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        stamp.write_text(str(time.time()), encoding="utf-8")
+        logs = config.log_dir
+        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        port = config.server.port if _port_free(config.server.port) else 0
+        # this machine only, whatever [server] host says: a server nobody asked for is never on the network
+        cmd = [sys.executable, "-m", "memcli.cli", "--home", str(home), "serve", "--host", "127.0.0.1", "--port",
+               str(port), "--idle-timeout", f"{config.server.autostart_idle_timeout:g}"]
+        env = {k: v for k, v in os.environ.items() if k not in ("MEMCLI_NO_SERVER", "MEMCLI_JSON")}
+        with open(logs / "server.log", "ab") as out:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True, close_fds=True, cwd=str(home))
+        home.joinpath(*PID_FILE).write_text(str(proc.pid), encoding="utf-8")
+        return True
+    except OSError:
+        return False
 
 
 def state(ctx: typer.Context) -> State:
@@ -158,7 +268,7 @@ def with_namespace(ctx: typer.Context, namespace: str | None) -> State:
     if namespace is not None:
         st.overrides["namespace"] = namespace
         st._config = None
-        st._reader = None
+        st._client = None
     return st
 
 

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         Example: memcli forget 3f9a1c2e 7b21d0aa
         """
         st = use_json(ctx, json_)
-        ids = st.service().forget(memory_ids)
+        ids = st.client().forget(memory_ids)
         emit({"ok": True, "forgotten": ids}, st.json,
              lambda d: out.print(f"[green]Forgot[/green] {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}: "
                                  + ", ".join(d["forgotten"])))

@@ -20,5 +20,5 @@ def register(app: typer.Typer) -> None:
         Example: memcli get 3f9a1c2e
         """
         st = use_json(ctx, json_)
-        mem = st.reader().get(memory_id)
+        mem = st.client().get(memory_id)
         emit(mem.item(), st.json, memory_detail)

@@ -46,5 +46,5 @@ def register(app: typer.Typer) -> None:
         Example: memcli history 3f9a1c2e
         """
         st = use_json(ctx, json_)
-        events = [e.to_dict() for e in st.service().history(memory_id)]
+        events = [e.to_dict() for e in st.client().history(memory_id)]
         emit(events, st.json, _table)

@@ -33,10 +33,10 @@ def register(app: typer.Typer) -> None:
         text = _read(file)
         header, records = parse_export(text)
         identity = (header or {}).get("embedder")
-        svc = st.service()
         with progress("Importing") as bar:
-            res = svc.import_records(records, vectors_identity=identity if isinstance(identity, dict) else None,
-                                     progress=bar, **({"keep_secrets": True} if keep_secrets else {}))
+            res = st.client().import_records(records, progress=bar,
+                                             vectors_identity=identity if isinstance(identity, dict) else None,
+                                             **({"keep_secrets": True} if keep_secrets else {}))
         emit({"ok": True, **res}, st.json, lambda d: out.print(
             f"[green]Imported[/green] {d['added']} of {d['read']} memories ({d['skipped']} already present)"))
 

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         if all_namespaces and namespace is not None:
             raise usage_error("give one of them, not both", "--namespace / --all-namespaces")
         with_namespace(ctx, namespace)
-        mems = st.reader().list(
+        mems = st.client().list(
             all_namespaces=all_namespaces, scope=scope, agent=agent, tags=tag,
             since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
             project=project, source=source, include_expired=include_expired, limit=limit, offset=offset,

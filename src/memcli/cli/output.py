@@ -159,7 +159,7 @@ def fmt_time(ms: int | None) -> str:
 def progress(description: str) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress bar on stderr when stderr is a terminal; yields the core's ``progress(done, total)``
     callback, or None (no bar) when stderr is redirected."""
-    if not err.is_terminal:
+    if not sys.stderr.isatty() or not err.is_terminal:  # the first test imports no rich (a piped command)
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         """
         st = use_json(ctx, json_)
         with_namespace(ctx, namespace)
-        hits = st.reader().recall(
+        hits = st.client().recall(
             query, top_k=top_k, agent=agent, scope=scope, tags=tag,
             since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
             project=project, project_only=project is not None, include_expired=include_expired, explain=explain,

@@ -35,9 +35,9 @@ def register(app: typer.Typer) -> None:
         st = use_json(ctx, json_)
         with_namespace(ctx, namespace)
         content = read_text_arg(text)
-        res = st.service().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
-                                    ttl=ttl, metadata=metadata, source="cli",
-                                    **({"keep_secrets": True} if keep_secrets else {}))
+        res = st.client().remember(content, tags=tag, agent=agent, scope=scope, importance=importance, key=key,
+                                   ttl=ttl, metadata=metadata, source="cli",
+                                   **({"keep_secrets": True} if keep_secrets else {}))
         emit(res.item(), st.json, _human)
 
 

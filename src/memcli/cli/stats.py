@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         Example: memcli stats --json
         """
         st = use_json(ctx, json_)
-        emit(st.reader().stats(), st.json, _human)
+        emit(st.client().stats(), st.json, _human)
 
 
 def _human(d: dict[str, Any]) -> None:

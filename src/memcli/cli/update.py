@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
             raise usage_error(
                 "nothing to change: give --content, --tag, --clear-tags, --importance, --scope, --agent, "
                 "--metadata or --ttl")
-        mem = st.service().update(
+        mem = st.client().update(
             memory_id, content=read_text_arg(content) if content is not None else None, tags=tags,
             importance=importance, scope=scope, agent=agent, metadata=metadata, ttl=ttl,
             expected_version=expected_version, **({"keep_secrets": True} if keep_secrets else {}))

@@ -20,6 +20,7 @@ from memcli.mcp.board_tools import register_board_tools
 from memcli.mcp.results import json_result
 
 if TYPE_CHECKING:
+    from memcli.server.batcher import WriteBatcher
     from memcli.server.holder import ServiceHolder
 
 INSTRUCTIONS = (
@@ -44,8 +45,10 @@ IncludeArchived = Annotated[bool, Field(description="Also memories that memcli d
                                                     "(superseded) or archived (expired). Default: only active ones.")]
 
 
-def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
-    """An MCPServer whose tools call the shared service of ``holder``."""
+def build_server(holder: "ServiceHolder", *, name: str = "memcli",
+                 batcher: "WriteBatcher | None" = None) -> MCPServer:
+    """An MCPServer whose tools call the shared service of ``holder``; with ``batcher`` (``memcli serve``),
+    remembers arriving at once share a commit with each other and with REST's."""
     mcp = MCPServer(name=name, title="memcli: shared agent memory", version=__version__, instructions=INSTRUCTIONS,
                     log_level="WARNING")
 
@@ -87,9 +90,19 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli") -> MCPServer:
         change: "conflict") or another fact ("related") are listed in `related` with what differs. Returns
         {"ok", "memory_id", "duplicate_of", "related", "created", "updated"}.
         """
-        res = run("remember", content, tags=tags, agent=agent, importance=importance,
-                  key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE,
-                  **({"keep_secrets": True} if keep_secrets else {}))
+        if batcher is None:
+            res = run("remember", content, tags=tags, agent=agent, importance=importance,
+                      key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE,
+                      **({"keep_secrets": True} if keep_secrets else {}))
+        else:
+            from memcli.service import NewMemory
+
+            item = NewMemory(content=content, tags=tags, agent=agent, importance=importance, key=key, ttl=ttl,
+                             metadata=metadata, namespace=namespace, keep_secrets=bool(keep_secrets))
+            try:
+                res = batcher.remember_now(item, None, SOURCE)  # None: the caller of this request
+            except MemcliError as exc:
+                raise ToolError(exc.message) from None
         return json_result(res.item())
 
     @mcp.tool(name="recall", title="Recall memories", annotations=read_only)

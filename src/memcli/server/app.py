@@ -35,7 +35,7 @@ from memcli.server.holder import ServiceHolder
 from memcli.server.http import ApiError, error_response, etag
 from memcli.server.mcp_endpoint import McpEndpoint
 from memcli.server.memory_routes import memory_routes
-from memcli.server.team import TeamGate, admin_routes, transfer_routes
+from memcli.server.team import CALLER, TeamGate, admin_routes, transfer_routes
 from memcli.web.routes import web_routes
 from memcli.web.sessions import UiAuth
 
@@ -67,9 +67,11 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
     activity = Activity()
     team = TeamGate(holder, config)
     holder.scoper = team.scope  # a space token's calls go to its space only
-    mcp = McpEndpoint(holder)
+    # concurrent remembers (REST, /mcp, the CLI through this server) share commits; a caller not named is the
+    # one the Guard set for the request (team mode: a space's token)
+    batcher = WriteBatcher(holder, current_caller=lambda: CALLER.get(None) or "admin")
+    mcp = McpEndpoint(holder, batcher)
     ui = UiAuth(auth.home_id)
-    batcher = WriteBatcher(holder)
 
     async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(holder.call, method, *args, **kwargs)

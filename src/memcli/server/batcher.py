@@ -1,61 +1,106 @@
-"""Group commit for single remembers (``POST /api/memories``) arriving at once.
+"""Group commit for single remembers arriving at once: REST ``POST /api/memories``, the MCP ``remember`` tool and
+the CLI's remembers through the home's server.
 
-Every write to the store is a commit, and concurrent commits to one table conflict and retry: eight team
-members remembering at once each paid for the others' commits. Here a remember waits while a write of the
-same caller is in flight, and the ones that queued meanwhile go to the store together, as one
-``remember_many`` (one embedding batch, one commit). An idle server writes at once, as before.
+Every write to the store is a commit, and concurrent commits to one table conflict and retry: eight writers
+remembering at once each paid for the others' commits. Here a remember waits while a write of the same group
+is in flight, and the ones that queued meanwhile go to the store together, as one ``remember_many`` (one
+embedding batch, one commit). An idle server writes at once, as before; each writer gets its own id and result,
+and only once the commit that holds its memory is done.
 
-Batches are per namespace the caller writes to (the admin's, or a space's): the agents of one space share
-a batch, each memory keeping its agent's default scope and its agent as the audit log's actor. A batch never
-holds two memories with the same ``key`` (a later one waits for the next batch, so it updates
-the first as it would one by one). If a batch fails, its memories are retried one by one, so one bad
-memory fails alone with its own error.
+A group is the namespace owner the caller writes as (the admin's, or a space's) and the face it is recorded as
+(``api``, ``cli``, ``mcp``): the agents of one space share a batch, each memory keeping its agent's default
+scope and its agent as the audit log's actor. A batch never holds two memories with the same ``key`` (a later
+one waits for the next batch, so it updates the first as it would one by one). If a batch fails, its memories
+are retried one by one, so one bad memory fails alone with its own error; if the store cannot be used at all,
+every writer of the batch gets that error at once.
+
+The writes run in a thread of their own (one per busy group), so a caller may be a coroutine (REST:
+:meth:`WriteBatcher.remember`) or a worker thread (an MCP tool: :meth:`WriteBatcher.remember_now`); the
+caller's context (who the caller is, in team mode) goes with the write.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from starlette.concurrency import run_in_threadpool
 
 if TYPE_CHECKING:
     from memcli.models import RememberResult
     from memcli.server.holder import ServiceHolder
     from memcli.service import NewMemory
 
+log = logging.getLogger("memcli.server")
 MAX_BATCH = 128
 
 
+@dataclass
+class _Entry:
+    item: "NewMemory"
+    actor: str | None
+    future: "concurrent.futures.Future[RememberResult]" = field(default_factory=concurrent.futures.Future)
+
+
 class WriteBatcher:
-    """``await remember(item, caller_key)``: the item's result, written alone or with others."""
+    """``await remember(item, caller, source)``: the item's result, written alone or with others."""
 
-    def __init__(self, holder: "ServiceHolder", source: str = "api") -> None:
+    def __init__(self, holder: "ServiceHolder", source: str = "api",
+                 current_caller: Callable[[], Any] | None = None) -> None:
         self.holder = holder
-        self.source = source
-        self._queues: dict[Any, list[tuple["NewMemory", str | None, asyncio.Future[Any]]]] = {}
-        self._running: set[Any] = set()
+        self.source = source  # the default face writes are recorded as
+        self.current_caller = current_caller or (lambda: "admin")  # whom a caller of None means
+        self._lock = threading.Lock()
+        self._queues: dict[tuple[Any, ...], list[_Entry]] = {}
+        self._running: set[tuple[Any, ...]] = set()
+        self.commits = 0  # groups written (for the log and the benches)
 
-    async def remember(self, item: "NewMemory", caller: Any) -> "RememberResult":
-        """``caller``: "admin" or a space token's :class:`~memcli.spaces.Caller`."""
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    def submit(self, item: "NewMemory", caller: Any, source: str | None = None) -> "concurrent.futures.Future[Any]":
+        """Queue ``item``; the future holds its RememberResult (or its error) once its commit is done.
+        ``caller``: "admin", a space token's :class:`~memcli.spaces.Caller`, or None: the current one."""
+        src = source or self.source
+        if caller is None:
+            caller = self.current_caller()
         # a space's writers share a batch; the admin's are apart (even from a space that is named "admin")
-        group = ("space", caller.space) if hasattr(caller, "space") else ("admin",)
+        owner = ("space", caller.space) if hasattr(caller, "space") else ("admin",)
+        group = (*owner, src)
         actor = getattr(caller, "actor", None)
         if actor is not None and item.scope is None and item.agent is None:
             item.scope = actor  # what the caller's own SpaceService would default to
-        self._queues.setdefault(group, []).append((item, actor, fut))
-        if group not in self._running:
-            self._running.add(group)
-            # created here, so the flush runs in this request's context: as a caller of this space
-            asyncio.get_running_loop().create_task(self._flush(group))
-        return await fut
+        entry = _Entry(item, actor)
+        with self._lock:
+            self._queues.setdefault(group, []).append(entry)
+            start = group not in self._running
+            if start:
+                self._running.add(group)
+        if start:
+            # the caller's context goes with the writes: in team mode it says which space they go to
+            ctx = contextvars.copy_context()
+            threading.Thread(target=ctx.run, args=(self._drain, group), name="memcli-group-commit",
+                             daemon=True).start()
+        return entry.future
 
-    def _take(self, group: Any) -> list[tuple["NewMemory", str | None, asyncio.Future[Any]]]:
+    async def remember(self, item: "NewMemory", caller: Any, source: str | None = None) -> "RememberResult":
+        """From the event loop (REST)."""
+        return await asyncio.wrap_future(self.submit(item, caller, source))
+
+    def remember_now(self, item: "NewMemory", caller: Any, source: str | None = None) -> "RememberResult":
+        """From a worker thread (an MCP tool): blocks until the item's commit is done."""
+        return self.submit(item, caller, source).result()
+
+    def _take(self, group: tuple[Any, ...]) -> list[_Entry]:
+        """The next batch of ``group`` (under the lock); an empty one ends the group's thread."""
         queue = self._queues.get(group, [])
-        batch, rest, keys = [], [], set()
+        batch: list[_Entry] = []
+        rest: list[_Entry] = []
+        keys: set[str] = set()
         for entry in queue:
-            key = entry[0].key
+            key = entry.item.key
             if len(batch) >= MAX_BATCH or (key is not None and key in keys):
                 rest.append(entry)
             else:
@@ -66,45 +111,43 @@ class WriteBatcher:
             self._queues[group] = rest
         else:
             self._queues.pop(group, None)
+        if not batch:
+            self._running.discard(group)
         return batch
 
-    async def _flush(self, group: Any) -> None:
-        try:
-            while True:
+    def _drain(self, group: tuple[Any, ...]) -> None:
+        """Write ``group``'s queue batch by batch until it is empty. Every entry taken gets an answer."""
+        while True:
+            with self._lock:
                 batch = self._take(group)
-                if not batch:
-                    return
-                outcomes = await run_in_threadpool(self._write, [it for it, _, _ in batch], [a for _, a, _ in batch])
-                for (_, _, fut), outcome in zip(batch, outcomes):
-                    if fut.done():
-                        continue
-                    if isinstance(outcome, BaseException):
-                        fut.set_exception(outcome)
-                    else:
-                        fut.set_result(outcome)
-        except BaseException as exc:  # noqa: BLE001 - never leave a request waiting
-            for _, _, fut in self._queues.pop(group, []):
-                if not fut.done():
-                    fut.set_exception(exc)
-            raise
-        finally:
-            self._running.discard(group)
-            if self._queues.get(group):  # arrived after the last take: flush them too
-                self._running.add(group)
-                asyncio.get_running_loop().create_task(self._flush(group))
+            if not batch:
+                return
+            started = time.monotonic()
+            try:
+                outcomes = self._write([e.item for e in batch], [e.actor for e in batch], group[-1])
+            except BaseException as exc:  # noqa: BLE001 - the store could not be used: every writer hears it
+                outcomes = [exc] * len(batch)
+            for entry, outcome in zip(batch, outcomes):
+                if isinstance(outcome, BaseException):
+                    entry.future.set_exception(outcome)
+                else:
+                    entry.future.set_result(outcome)
+            self.commits += 1
+            log.info("remember: %d memor%s (%s) in one commit, %.0f ms", len(batch),
+                     "y" if len(batch) == 1 else "ies", group[-1], (time.monotonic() - started) * 1000)
 
-    def _write(self, items: list["NewMemory"], actors: list[str | None]) -> list[Any]:
+    def _write(self, items: list["NewMemory"], actors: list[str | None], source: str) -> list[Any]:
         """Results (or exceptions) of ``items``, in order: one ``remember_many``, else one by one."""
         with self.holder.use() as svc:
             if len(items) > 1:
                 try:
-                    return list(svc.remember_many(items, source=self.source, actors=actors))
+                    return list(svc.remember_many(items, source=source, actors=actors))
                 except Exception:  # noqa: BLE001 - find out which memory it was: one by one below
                     pass
             out: list[Any] = []
             for it, actor in zip(items, actors):
                 try:
-                    out.append(svc.remember_many([it], source=self.source, actors=[actor])[0])
+                    out.append(svc.remember_many([it], source=source, actors=[actor])[0])
                 except Exception as exc:  # noqa: BLE001 - handed to that request's error handler
                     out.append(exc)
             return out

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memcli.errors import ValidationError
-from memcli.server.http import MAX_BODY, etag, if_match, is_int, json_object, read_json
+from memcli.server.http import MAX_BODY, etag, if_match, is_int, json_object, read_json, write_source
 
 if TYPE_CHECKING:
     from memcli.server.holder import ServiceHolder
@@ -92,8 +92,8 @@ def board_routes(holder: "ServiceHolder") -> list[BaseRoute]:
         d.pop("status", None)
         version = expected(request, d)
         d.pop("expected_version", None)
-        res = await call("move", request.path_params["task_id"], target, expected_version=version, source="api",
-                         **d)
+        res = await call("move", request.path_params["task_id"], target, expected_version=version,
+                         source=write_source(request), **d)
         return JSONResponse(res.item(), headers=etag(res.task.version))
 
     async def trigger_job(request: Request) -> Response:

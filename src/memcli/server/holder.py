@@ -3,6 +3,11 @@
 One :class:`MemoryService` per process, opened once (in the background, so the process answers at once),
 shared by every request, and closed only after the calls in flight have finished: a shutdown never cuts a
 write in half. Imports nothing heavy by itself.
+
+A store that cannot be opened (a missing bucket, a read-only disk) never leaves a request waiting: a call
+waits at most :data:`OPEN_WAIT` seconds for the first opening, then answers 503; a failed opening is
+remembered, retried by a later call after :data:`RETRY_AFTER` seconds, and a call waits at most
+:data:`RETRY_WAIT` seconds for that retry before it gets the last error. Shutdown never waits for an opening.
 """
 
 from __future__ import annotations
@@ -16,11 +21,31 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memcli.errors import MemcliError, StoreError
+
 if TYPE_CHECKING:
     from memcli.config import Config
     from memcli.service import MemoryService
 
 log = logging.getLogger("memcli.server")
+OPEN_WAIT = 20.0  # seconds a call waits for the first opening (a cold start on a busy machine: LanceDB, the model)
+RETRY_WAIT = 2.0  # ... for a new attempt, once one has failed
+RETRY_AFTER = 5.0  # a failed opening is tried again by the first call this long after it failed
+
+
+def _unavailable(message: str) -> StoreError:
+    err = StoreError(message)
+    err.http_status = 503  # the server cannot answer yet (or not at all): not the request's fault
+    return err
+
+
+class _Opening:
+    """One attempt at opening the service, in a thread of its own."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.ended = 0.0  # monotonic time it ended
 
 
 class ServiceHolder:
@@ -33,9 +58,12 @@ class ServiceHolder:
         self._service = service
         self._owned = service is None
         self._open_lock = threading.Lock()
+        self._opening: _Opening | None = None
+        self._failure: BaseException | None = None  # why the last opening failed
         self._busy = 0
         self._cond = threading.Condition()
         self._closed = False
+        self._closing = threading.Event()  # set when shutdown begins: calls still waiting for the store give up
         # team mode (memcli.server.team): turns the shared service into the one the current caller may use
         self.scoper: Callable[["MemoryService"], "MemoryService"] | None = None
 
@@ -45,34 +73,78 @@ class ServiceHolder:
 
     def get(self) -> "MemoryService":
         """The service the current caller may use (see ``scoper``), opened on first use. A failure to open is
-        raised (MemcliError) and retried next time."""
+        raised (MemcliError) and retried later."""
         svc = self.base()
         return self.scoper(svc) if self.scoper is not None else svc
 
-    def base(self) -> "MemoryService":
-        """The process's own service, whoever the caller."""
+    def base(self, wait: float | None = None) -> "MemoryService":
+        """The process's own service, whoever the caller; waits for it at most ``wait`` seconds (default: see
+        the module's note), then raises a 503 StoreError."""
         svc = self._service
         if svc is not None:
             return svc
+        if self._closed or self._closing.is_set():
+            raise _unavailable("the server is shutting down")
         with self._open_lock:
-            if self._service is None:
-                from memcli.service import MemoryService
-
-                started = time.monotonic()
-                self._service = MemoryService.open(self.config, project=self.project)
-                log.info("store %s opened in %.2fs", self.config.data_uri, time.monotonic() - started)
+            attempt = self._opening
+            failed = attempt is not None and attempt.done.is_set() and attempt.error is not None
+            if attempt is None or (failed and time.monotonic() - attempt.ended >= RETRY_AFTER):
+                attempt = self._opening = self._start_opening()
+        if wait is None:
+            wait = RETRY_WAIT if failed else OPEN_WAIT
+        deadline = time.monotonic() + wait
+        while not attempt.done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if self._closing.is_set():  # nothing was written yet: no reason to hold the shutdown
+                raise _unavailable("the server is shutting down")
+            if time.monotonic() < deadline:
+                continue
+            if failed:  # a retry still running: the last failure is the answer meanwhile
+                raise _unavailable(_message(self._failure))
+            raise _unavailable(f"the store at {self.config.data_uri} is still being opened (over {wait:.0f} s so "
+                               "far); retry in a moment")
+        if self._service is not None:
             return self._service
+        raise _unavailable(_message(attempt.error))
+
+    def _start_opening(self) -> _Opening:
+        """Open the service in a thread of its own: a call waits for it only so long (and never shutdown)."""
+        attempt = _Opening()
+
+        def run() -> None:
+            from memcli.service import MemoryService
+
+            started = time.monotonic()
+            try:
+                svc = MemoryService.open(self.config, project=self.project)
+            except BaseException as exc:  # noqa: BLE001 - handed to the calls waiting, and remembered
+                attempt.error = exc
+                self._failure = exc
+                log.warning("could not open the memory store: %s", _message(exc))
+            else:
+                if self._closed:  # shut down meanwhile: nobody will use it
+                    svc.close()
+                    attempt.error = _unavailable("the server is shutting down")
+                else:
+                    self._service = svc
+                    log.info("store %s opened in %.2fs", self.config.data_uri, time.monotonic() - started)
+            finally:
+                attempt.ended = time.monotonic()
+                attempt.done.set()
+
+        threading.Thread(target=run, name="memcli-open-store", daemon=True).start()
+        return attempt
 
     def warm(self) -> threading.Thread:
         """Open the store and load the embedder in a background thread (errors are logged, not raised)."""
 
         def run() -> None:
             try:
-                embedder = getattr(self.base(), "embedder", None)  # a team client (RemoteService) has none
+                # as long as it takes (a cold start): only calls are bounded
+                embedder = getattr(self.base(wait=3600.0), "embedder", None)  # a team client has none
                 if embedder is not None:
                     embedder.embed_query("warm up")
             except Exception as exc:  # noqa: BLE001 - reported again on the first real call
-                log.warning("could not open the memory store yet: %s", exc)
+                log.warning("the server is not ready: %s", _message(exc))
 
         t = threading.Thread(target=run, name="memcli-warm", daemon=True)
         t.start()
@@ -114,18 +186,21 @@ class ServiceHolder:
         """Wait for calls in flight, then close the service if this holder opened it."""
         if self._closed:
             return
+        self._closing.set()
         if not self.wait_idle(timeout):
             log.warning("closing with %d call(s) still running after %.0fs", self._busy, timeout)
         self._closed = True
-        # Still opening (the warm-up) with no call waiting for it: nothing was written, nothing to close.
-        if not self._open_lock.acquire(blocking=False):
-            return
-        try:
+        # Still opening with no call waiting for it: nothing was written; the opening closes what it opened.
+        with self._open_lock:
             if self._owned and self._service is not None:
                 self._service.close()
                 self._service = None
-        finally:
-            self._open_lock.release()
+
+
+def _message(exc: BaseException | None) -> str:
+    if isinstance(exc, MemcliError):
+        return exc.message
+    return f"the store could not be opened: {type(exc).__name__}: {exc}" if exc else "the store could not be opened"
 
 
 def setup_file_logging(config: "Config", name: str, *, level: int = logging.INFO,

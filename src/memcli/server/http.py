@@ -136,6 +136,15 @@ def if_match(request: Request) -> int | None:
         raise ValidationError(f"If-Match must be a memory version (an integer), got {value!r}") from None
 
 
+def write_source(request: Request) -> str:
+    """The face a write is recorded as: ``api``, or ``cli`` when the home's own CLI sends it through its warm
+    server (header ``X-Memcli-Source: cli``, honoured for the home's token only; a space token writes ``api``)."""
+    caller = request.scope.get("state", {}).get("memcli_caller")
+    if request.headers.get("x-memcli-source") == "cli" and (caller is None or isinstance(caller, str)):
+        return "cli"
+    return "api"
+
+
 def etag(version: int) -> dict[str, str]:
     """The ``ETag`` header of a memory (or card) at ``version``."""
     return {"ETag": f'"{version}"'}

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memcli.server.batcher import WriteBatcher
 from memcli.server.holder import ServiceHolder
 from memcli.server.http import error_response
 
@@ -46,8 +47,9 @@ class McpEndpoint:
     that arrives first waits for it. The session manager runs for the life of the app (its lifespan task).
     """
 
-    def __init__(self, holder: ServiceHolder) -> None:
+    def __init__(self, holder: ServiceHolder, batcher: "WriteBatcher | None" = None) -> None:
         self.holder = holder
+        self.batcher = batcher  # the server's group commit, shared with REST
         self.handler: ASGIApp | None = None
         # space tokens get a stateless endpoint: each request runs in its own context (its caller's), and no
         # session outlives the request to be reused with another token
@@ -65,7 +67,7 @@ class McpEndpoint:
 
         from memcli.mcp.server import build_server
 
-        server = build_server(self.holder)
+        server = build_server(self.holder, batcher=self.batcher)
         # Origin/Host validation is Guard's, for every route alike.
         app = server.streamable_http_app(
             streamable_http_path="/mcp", json_response=True, stateless_http=stateless,

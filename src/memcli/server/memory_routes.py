@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 from memcli.errors import ValidationError
 from memcli.server.http import (
     MAX_BATCH_BODY, MAX_BATCH_ITEMS, MAX_BODY, bool_param, etag, float_param, if_match, int_param, is_int,
-    json_object, read_json, tags_param, time_param,
+    json_object, read_json, tags_param, time_param, write_source,
 )
 
 if TYPE_CHECKING:
@@ -72,7 +72,8 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
     async def create_memory(request: Request) -> Response:
         item = new_memory(await read_json(request, MAX_BODY))
         # concurrent remembers into one namespace share a commit (memcli.server.batcher)
-        res = await batcher.remember(item, request.scope.get("state", {}).get("memcli_caller") or "admin")
+        res = await batcher.remember(item, request.scope.get("state", {}).get("memcli_caller") or "admin",
+                                     write_source(request))
         return JSONResponse(res.item(), status_code=201 if res.created else 200)
 
     async def create_batch(request: Request) -> Response:
@@ -109,13 +110,14 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
             if not is_int(expected):
                 raise ValidationError("expected_version must be an integer (the version you read)")
         d = {k: v for k, v in d.items() if k != "expected_version"}
-        mem = await call("update", request.path_params["memory_id"], expected_version=expected, source="api", **d)
+        mem = await call("update", request.path_params["memory_id"], expected_version=expected,
+                         source=write_source(request), **d)
         return JSONResponse(mem.item(), headers=etag(mem.version))
 
     async def delete_memory(request: Request) -> Response:
         expected = if_match(request)  # a stale If-Match: 412, nothing deleted
         kw = {"expected_version": expected} if expected is not None else {}
-        ids = await call("forget", request.path_params["memory_id"], source="api", **kw)
+        ids = await call("forget", request.path_params["memory_id"], source=write_source(request), **kw)
         return JSONResponse({"ok": True, "memory_id": ids[0]})
 
     async def memory_history(request: Request) -> Response:
