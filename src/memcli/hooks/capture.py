@@ -8,6 +8,9 @@ prompt (remembered from UserPromptSubmit, else the payload, else the transcript)
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from memcli.hooks import llm
 from memcli.hooks.redact import redact
 from memcli.hooks.summarize import extractive
-from memcli.hooks.text import is_trivial, last_turn, one_line, strip_injected
+from memcli.hooks.keep import judge_turn
+from memcli.hooks.text import last_turn, strip_injected
 from memcli.project import detect_project
 
 if TYPE_CHECKING:
@@ -27,7 +31,6 @@ SCOPE = "agent:claude-code"
 TAG = "turn"
 SOURCE = "hook:stop"
 IMPORTANCE = 0.4
-MIN_REPLY_CHARS = 40
 
 
 @dataclass
@@ -36,6 +39,7 @@ class Capture:
     reason: str = ""
     memory_id: str | None = None
     content: str | None = None
+    key: str = ""
 
 
 def turn_key(session_id: str, prompt: str, reply: str) -> str:
@@ -60,23 +64,42 @@ def resolve_turn(payload: dict[str, Any]) -> tuple[str, str]:
     return prompt, reply
 
 
+def journal(home: Path, payload: dict[str, Any], res: Capture) -> None:
+    """One line per Stop decision in ``<home>/logs/capture.jsonl`` (why a turn was kept or not); no content."""
+    rec = {"at": int(time.time() * 1000), "session_id": str(payload.get("session_id") or ""), "turn_key": res.key,
+           "status": res.status, "reason": res.reason, "memory_id": res.memory_id}
+    try:
+        d = home / "logs"
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / "capture.jsonl"
+        try:
+            if path.stat().st_size > 1_000_000:
+                os.replace(path, d / "capture.jsonl.1")
+        except OSError:
+            pass
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    except OSError:
+        pass  # the journal is a convenience: a full disk must not fail the capture
+
+
 def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksConfig", state: "HookState",
                  home: Path) -> Capture:
+    """Decide whether the turn is worth keeping and store it (see the module docstring)."""
     if payload.get("stop_hook_active"):
         return Capture("skipped", "stop_hook_active")
     if payload.get("agent_id") and not cfg.capture_subagents:
         return Capture("skipped", "subagent turn (hooks.capture_subagents is off)")
     session = str(payload.get("session_id") or "")
     raw_prompt, raw_reply = resolve_turn(payload)
+    key = turn_key(session, raw_prompt, raw_reply)
     prompt = redact(strip_injected(raw_prompt))
     reply = redact(strip_injected(raw_reply))
-    if len(one_line(reply)) < MIN_REPLY_CHARS and (is_trivial(prompt) or len(one_line(reply)) < 12):
-        return Capture("skipped", "trivial turn")
-    if is_trivial(prompt) and len(one_line(reply)) < 200:
-        return Capture("skipped", "trivial turn")
-    key = turn_key(session, raw_prompt, raw_reply)
     if state.was_captured(session, key):
-        return Capture("duplicate", "already captured")
+        return Capture("duplicate", "already captured", key=key)
+    verdict = judge_turn(prompt, reply)
+    if not verdict.keep and not (cfg.llm_provider and verdict.ask_llm):
+        return Capture("skipped", verdict.reason, key=key)
     content = None
     if cfg.llm_provider:
         try:
@@ -91,16 +114,18 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
             content = None
         if content == "":
             state.mark_captured(session, key)
-            return Capture("skipped", "the LLM found nothing worth keeping")
+            return Capture("skipped", "the LLM found nothing worth keeping", key=key)
+        if content is None and not verdict.keep:  # no answer from the LLM: the rules decide
+            return Capture("skipped", verdict.reason, key=key)
     if not content:
         content = extractive(prompt, reply)
     content = redact(content).strip()
     if not content:
-        return Capture("skipped", "empty after cleaning")
+        return Capture("skipped", "empty after cleaning", key=key)
     dup = service.check_duplicate(content)
     if dup.is_duplicate:
         state.mark_captured(session, key)
-        return Capture("duplicate", "a similar memory exists", dup.similar[0].memory.id, content)
+        return Capture("duplicate", "a similar memory exists", dup.similar[0].memory.id, content, key)
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     meta: dict[str, Any] = {"session_id": session, "turn_key": key}
     if cwd:
@@ -110,4 +135,4 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
     res = service.remember(content, tags=[TAG], scope=SCOPE, importance=IMPORTANCE, source=SOURCE,
                            project=detect_project(cwd), metadata=meta, thread=session or None)
     state.mark_captured(session, key)
-    return Capture("stored" if res.created else "duplicate", "", res.memory_id, content)
+    return Capture("stored" if res.created else "duplicate", "", res.memory_id, content, key)

@@ -136,7 +136,7 @@ class HookRuntime:
     # ------------------------------------------------------------------ the queue
     def capture(self, payload: dict[str, Any]) -> None:
         from memcli.errors import ValidationError
-        from memcli.hooks.capture import capture_turn
+        from memcli.hooks.capture import capture_turn, journal
 
         if not payload.get("_memcli_prompt") and payload.get("session_id"):
             # spooled by the client while the server was down: the prompt may be in the state
@@ -149,8 +149,7 @@ class HookRuntime:
         except ValidationError as exc:
             raise PermanentError(exc.message) from None
         self.last.setdefault("captures", []).append(res)
-        if res.status == "skipped" and res.reason != "trivial turn":
-            self.log(f"Stop: skipped: {res.reason}")
+        journal(self.home, payload, res)  # every decision, with its reason (hooks.log keeps failures only)
 
     def drain(self) -> int:
         if not self.spool.pending():
