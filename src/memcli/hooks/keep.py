@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memcli.hooks.text import is_trivial, one_line
+from memcli.hooks.text import is_trivial, one_line, prose
 
 KEEP_AT = 3.0  # points a turn needs to be kept
 SURE_SKIP = 0.5  # below this the LLM is not asked either
@@ -120,29 +120,6 @@ _HEDGE = re.compile(r"(?i)\b(probably|maybe|might be|i guess|not sure|i can't te
                     r"猜测|猜測|可能是|不确定|不確定|也许|也許")
 
 
-def _prose(text: str) -> str:
-    """The sentences a person wrote: no code blocks, no pasted logs, stack traces or tables."""
-    text = _FENCE_RE.sub("\n", text)
-    keep = []
-    for line in text.splitlines():
-        s = line.strip()
-        if not s:
-            continue
-        letters = sum(c.isalpha() for c in s)
-        if _looks_pasted(s, letters):
-            continue
-        keep.append(s)
-    return "\n".join(keep)
-
-
-def _looks_pasted(line: str, letters: int) -> bool:
-    """A line of a log, a stack trace, a table or a terminal (not written to a person)."""
-    if re.match(r"^(\[?\d{4}-\d{2}-\d{2}|\d{2}:\d{2}:\d{2}|at |File \"|Traceback|[│├└┌┐╷╵|>+]|E\s|W\s|"
-                r"[A-Z]{2,}\s|\$ |#\d|\w+Error\b|\w+Exception\b|-{3,}|={3,}|\{\"|L:\s)", line):
-        return True
-    return letters < len(line) * 0.4 and not _CJK_RE.search(line)
-
-
 def _units(text: str) -> int:
     """Words (a CJK character counts as half a word)."""
     n = 0.0
@@ -165,7 +142,7 @@ def judge_turn(prompt: str, reply: str) -> Verdict:
     """Keep or skip one turn (``prompt``, the assistant's final ``reply``), from general cues."""
     p_all = (prompt or "").strip()
     r_all = (reply or "").strip()
-    p = _prose(p_all)
+    p = prose(p_all)
     r = one_line(_FENCE_RE.sub(" ", r_all))
     r_len = len(r) if not _CJK_RE.search(r) else int(len(r) * 2.2)  # a CJK character says about a word's worth
     p_words = _units(p)
