@@ -114,8 +114,8 @@ def test_llm_failure_or_spent_budget_falls_back_to_extractive(home: Path, fake_l
     assert "hooks.log" in str(list((home / "logs").iterdir()))
     fake.status = 200
     n = len(fake.requests)
-    res, mems = _capture(home, "anthropic", url, "Another answer: the export needed an index on ledger.date.",
-                         budget=10)
+    res, mems = _capture(home, "anthropic", url, "Another cause: the export query had no index on ledger.date, so it "
+                         "timed out; I added the index.", budget=10)
     assert len(fake.requests) == n  # the budget is spent: no call at all
     assert res.status == "stored" and any("index on ledger.date" in m.content for m in mems)
 

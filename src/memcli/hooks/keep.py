@@ -36,9 +36,11 @@ _WORD_RE = re.compile(r"[A-Za-z0-9_'\-]+|[\u3400-\u9fff]")
 # ----------------------------------------------------------------------------------------------- cues
 # Each is a family of words a teammate hears as "this is worth writing down". English words are whole words.
 _CAUSE = re.compile(
-    r"(?i)\b(because|root[- ]cause|the cause|caused by|cause:|due to|the reason|which is why|that's why|"
+    r"(?i)\bcauses?:|\b(because|root[- ]cause|the cause|caused by|due to|the reason|which is why|that's why|hence|"
+    r"therefore|as a result|"
     r"turns? out|so that|otherwise|traced\b.{0,60}?\bto|comes? from|came from)\b|原因|根因|因为|因為|由于|由於|导致|導致|造成|是因|所以")
-_FIX = re.compile(r"(?i)\b(the fix|fix:|fixed by|fixed it|workaround|mitigat\w*|resolved by|now (?:gets?|uses?|has|"
+_SO = re.compile(r"(?i), so\b|, which (?:means|is why)\b")  # a weaker "because": also common in plain narration
+_FIX = re.compile(r"(?i)\b(?:fix|fixed|mitigated):|\b(the fix|fixed by|fixed it|workaround|mitigat\w*|resolved by|now (?:gets?|uses?|has|"
                   r"runs?|sets?|points?|reads?|writes?|returns?|retries|waits?|listens?|goes|keeps?|drops?|skips?))\b"
                   r"|修复|修復|解决|解決|绕过|繞過|规避|規避|现在会|現在會|现在用|現在用")
 _DECISION = re.compile(
@@ -91,7 +93,7 @@ _COMMAND_VERB = re.compile(
     r"帮我|幫我|apply|commit|继续|繼續|重新|上线|上線|发布|發布|合并|合併|删|刪|装|裝|建)")
 _STATUS = re.compile(
     r"(?i)^\W*(done|committed|pushed|merged|deployed|rolled out|build succeeded|all \d* ?(?:tests )?pass\w*|"
-    r"tests? pass\w*|\d+ (?:passed|failed|tests?)|plan:|applied|imported|unlocked|clean|added|updated|created|"
+    r"tests? pass\w*|\d+ (?:passed|failed|tests?)|plan(?=:)|applied|imported|unlocked|clean|added|updated|created|"
     r"wrote|ran|tagged|set|installed|removed|deleted|generated|upgraded|renamed|moved|started|fixed|one passes)\b"
     r"|^\W*[\u4e00-\u9fff\w ]{0,6}?(完成|好了|成功|生成了|跑完|通过|通過|过了|過了|提交了|推送了|部署了)|^\W*已")
 _RESULT = re.compile(r"(?i)\b(\d+ passed|\d+ failed|passed|succeeded|no changes|is clean|are clean|green|to add|"
@@ -114,7 +116,7 @@ _ACKNOWLEDGED = re.compile(r"(?i)^\W*(understood|noted|got it|will do|sure|ok(?:
                            r"sounds good)\b|\b(from now on|i'll (?:always|never|only|use|keep|stick)|i won't|"
                            r"going forward)\b|记住了|記住了|明白|收到|没问题|沒問題|好的|以后|以後|之后|之後")
 # a reply that lays out options for the user to choose from has not decided anything yet
-_OPTIONS = re.compile(r"(?i)\b(trade-?offs?|options?:|pros and cons|two ways|either\b.{0,80}\bor)\b|取舍|取捨|两种|兩種|"
+_OPTIONS = re.compile(r"(?i)\boptions?:|\b(trade-?offs?|pros and cons|two ways|either\b.{0,80}\bor)\b|取舍|取捨|两种|兩種|"
                       r"两个办法|兩個辦法|几种|幾種|选项|選項")
 _HEDGE = re.compile(r"(?i)\b(probably|maybe|might be|i guess|not sure|i can't tell|i'm not sure|seems to)\b|"
                     r"猜测|猜測|可能是|不确定|不確定|也许|也許")
@@ -171,6 +173,8 @@ def judge_turn(prompt: str, reply: str) -> Verdict:
                               (_RULE, 1.0, "rule"), (_CAVEAT, 0.5, "caveat")):
         if rx.search(r):
             add(points, label)
+    if not _CAUSE.search(r) and _SO.search(r):
+        add(0.75, "consequence")
     values = {m.group(0).strip() for m in _VALUE.finditer(r_all)}
     if values:
         add(min(2.0, 0.5 * len(values)), f"{len(values)} values")
