@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from memcli.hooks.text import is_trivial, one_line, prose
 
 KEEP_AT = 3.0  # points a turn needs to be kept
-SURE_SKIP = 0.5  # below this the LLM is not asked either
+SURE_SKIP = 0.0  # below this (evidence against the turn) the LLM is not asked either
 
 _FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _CJK_RE = re.compile(r"[\u3400-\u9fff]")
@@ -96,8 +96,8 @@ _STATUS = re.compile(
     r"tests? pass\w*|\d+ (?:passed|failed|tests?)|plan(?=:)|applied|imported|unlocked|clean|added|updated|created|"
     r"wrote|ran|tagged|set|installed|removed|deleted|generated|upgraded|renamed|moved|started|fixed|one passes)\b"
     r"|^\W*[\u4e00-\u9fff\w ]{0,6}?(完成|好了|成功|生成了|跑完|通过|通過|过了|過了|提交了|推送了|部署了)|^\W*已")
-_RESULT = re.compile(r"(?i)\b(\d+ passed|\d+ failed|passed|succeeded|no changes|is clean|are clean|green|to add|"
-                     r"to change|to destroy)\b|通过|通過|过了|過了|成功|没有报错|沒有報錯")
+_RESULT = re.compile(r"(?i)\b(\d+ passed|\d+ failed|passed|succeeded|no changes|is clean|are clean|green|"
+                     r"\d+ to (?:add|change|destroy))\b|通过|通過|过了|過了|成功|没有报错|沒有報錯")
 _ASKS_BACK = re.compile(r"(?i)(want me to|shall i|should i|do you want|which (?:one|way)|要不要|要我|需要我|"
                         r"你想要|你想|能帮我|能幫我|你要|可以吗|可以嗎)")
 # the user asks for a fact (a value, a place, an owner): answered with values, that is configuration
