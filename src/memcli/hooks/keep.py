@@ -101,7 +101,8 @@ _RESULT = re.compile(r"(?i)\b(\d+ passed|\d+ failed|passed|succeeded|no changes|
 _ASKS_BACK = re.compile(r"(?i)(want me to|shall i|should i|do you want|which (?:one|way)|要不要|要我|需要我|"
                         r"你想要|你想|能帮我|能幫我|你要|可以吗|可以嗎)")
 # the user asks for a fact (a value, a place, an owner): answered with values, that is configuration
-_ASKS_FACT = re.compile(r"(?i)\b(what|which|where|who|whom|when|how (?:many|much|long|often|big|large))\b|多少|哪|谁|誰|"
+_ASKS_FACT = re.compile(r"(?i)\b(what|which|where|who|whom|when|how (?:many|much|long|often|big|large)|"
+                        r"how (?:do|should|can|would) we)\b|多少|哪|谁|誰|"
                         r"什么时候|什麼時候|几|幾|在哪")
 # ... or for an explanation of what exists (answerable again from the code)
 _ASKS_TOUR = re.compile(r"(?i)\b(explain|tour|walk me through|overview|introduce|how is .{0,40}(?:laid out|organi[sz]ed|"
