@@ -18,7 +18,8 @@ KEEP = [
     ("find where the retry policy lives",
      "The retry policy lives in net/retry.py: 5 attempts, exponential backoff from 200 ms."),
     ("how do we release a new version?",
-     "Push a tag `v*`: the release workflow builds the wheel and publishes it to PyPI; only maintainers can push tags."),
+     "Push a tag `v*`: the release workflow builds the wheel and publishes it to PyPI; only maintainers can push "
+     "tags."),
     # a decision, a cause, a fix
     ("what did we decide about caching?", "We decided to cache session tokens in Redis with a 15 minute TTL."),
     ("", "We traced the flaky checkout test to a shared Redis database between CI shards; each shard now gets "

@@ -37,12 +37,12 @@ _WORD_RE = re.compile(r"[A-Za-z0-9_'\-]+|[\u3400-\u9fff]")
 # Each is a family of words a teammate hears as "this is worth writing down". English words are whole words.
 _CAUSE = re.compile(
     r"(?i)\bcauses?:|\b(because|root[- ]cause|the cause|caused by|due to|the reason|which is why|that's why|hence|"
-    r"therefore|as a result|"
-    r"turns? out|so that|otherwise|traced\b.{0,60}?\bto|comes? from|came from)\b|原因|根因|因为|因為|由于|由於|导致|導致|造成|是因|所以")
+    r"therefore|as a result|turns? out|so that|otherwise|traced\b.{0,60}?\bto|comes? from|came from)\b"
+    r"|原因|根因|因为|因為|由于|由於|导致|導致|造成|是因|所以")
 _SO = re.compile(r"(?i), so\b|, which (?:means|is why)\b")  # a weaker "because": also common in plain narration
-_FIX = re.compile(r"(?i)\b(?:fix|fixed|mitigated):|\b(the fix|fixed by|fixed it|workaround|mitigat\w*|resolved by|now (?:gets?|uses?|has|"
-                  r"runs?|sets?|points?|reads?|writes?|returns?|retries|waits?|listens?|goes|keeps?|drops?|skips?))\b"
-                  r"|修复|修復|解决|解決|绕过|繞過|规避|規避|现在会|現在會|现在用|現在用")
+_FIX = re.compile(r"(?i)\b(?:fix|fixed|mitigated):|\b(the fix|fixed by|fixed it|workaround|mitigat\w*|resolved by|"
+                  r"now (?:gets?|uses?|has|runs?|sets?|points?|reads?|writes?|returns?|retries|waits?|listens?|"
+                  r"goes|keeps?|drops?|skips?))\b|修复|修復|解决|解決|绕过|繞過|规避|規避|现在会|現在會|现在用|現在用")
 _DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|go(?:ing)? with|chose|instead of|instead|switch(?:ed)? to|moved? to|migrat\w* to|"
     r"replaced?|standardi[sz]\w*|agreed|on record|recommend\w*|keep (?:it|them|this|that)?|stays?|pin(?:ned)?|"
@@ -105,8 +105,9 @@ _ASKS_FACT = re.compile(r"(?i)\b(what|which|where|who|whom|when|how (?:many|much
                         r"how (?:do|should|can|would) we)\b|多少|哪|谁|誰|"
                         r"什么时候|什麼時候|几|幾|在哪")
 # ... or for an explanation of what exists (answerable again from the code)
-_ASKS_TOUR = re.compile(r"(?i)\b(explain|tour|walk me through|overview|introduce|how is .{0,40}(?:laid out|organi[sz]ed|"
-                        r"structured))\b|介绍|介紹|讲讲|講講|解释一下|解釋一下|怎么组织|怎麼組織")
+_ASKS_TOUR = re.compile(r"(?i)\b(explain|tour|walk me through|overview|introduce|"
+                        r"how is .{0,40}(?:laid out|organi[sz]ed|structured))\b"
+                        r"|介绍|介紹|讲讲|講講|解释一下|解釋一下|怎么组织|怎麼組織")
 # the user asks why: the answer is a cause
 _ASKS_WHY = re.compile(r"(?i)\b(why|how come|what(?:'s| is) (?:wrong|going on|happening)|what happened)\b|为什么|為什麼|"
                        r"为啥|為啥|怎么回事|怎麼回事|什么原因|什麼原因")
@@ -117,8 +118,8 @@ _ACKNOWLEDGED = re.compile(r"(?i)^\W*(understood|noted|got it|will do|sure|ok(?:
                            r"sounds good)\b|\b(from now on|i'll (?:always|never|only|use|keep|stick)|i won't|"
                            r"going forward)\b|记住了|記住了|明白|收到|没问题|沒問題|好的|以后|以後|之后|之後")
 # a reply that lays out options for the user to choose from has not decided anything yet
-_OPTIONS = re.compile(r"(?i)\boptions?:|\b(trade-?offs?|pros and cons|two ways|either\b.{0,80}\bor)\b|取舍|取捨|两种|兩種|"
-                      r"两个办法|兩個辦法|几种|幾種|选项|選項")
+_OPTIONS = re.compile(r"(?i)\boptions?:|\b(trade-?offs?|pros and cons|two ways|either\b.{0,80}\bor)\b"
+                      r"|取舍|取捨|两种|兩種|两个办法|兩個辦法|几种|幾種|选项|選項")
 _HEDGE = re.compile(r"(?i)\b(probably|maybe|might be|i guess|not sure|i can't tell|i'm not sure|seems to)\b|"
                     r"猜测|猜測|可能是|不确定|不確定|也许|也許")
 
@@ -143,65 +144,69 @@ class Verdict:
 
 def judge_turn(prompt: str, reply: str) -> Verdict:
     """Keep or skip one turn (``prompt``, the assistant's final ``reply``), from general cues."""
-    p_all = (prompt or "").strip()
+    p = prose((prompt or "").strip())
     r_all = (reply or "").strip()
-    p = prose(p_all)
     r = one_line(_FENCE_RE.sub(" ", r_all))
     r_len = len(r) if not _CJK_RE.search(r) else int(len(r) * 2.2)  # a CJK character says about a word's worth
-    p_words = _units(p)
-    if p and (is_trivial(p) or _THANKS.match(p) and p_words <= 8) and r_len < 260:
+    if p and (is_trivial(p) or _THANKS.match(p) and _units(p) <= 8) and r_len < 260:
         return Verdict(False, "greeting or acknowledgement", 0.0)
     if r_len < 24 and not _PREFERENCE.search(p):
         return Verdict(False, "nothing in the reply", 0.0)
+    why: list[tuple[float, str]] = []
+    _evidence(p, r, r_all, r_len, why)
+    _noise(p, r, r_len, why)
+    score = round(sum(points for points, _ in why), 2)
+    keep = score >= KEEP_AT
+    reason = ("kept: " if keep else "not worth keeping: ") + (
+        ", ".join(f"{label} {points:+.1f}" for points, label in why) or "no cue")
+    return Verdict(keep, reason, score, ask_llm=not keep and score >= SURE_SKIP)
 
-    why: list[str] = []
-    score = 0.0
 
-    def add(points: float, label: str) -> None:
-        nonlocal score
-        score += points
-        why.append(f"{label} {points:+.1f}")
+def _asks(p: str) -> bool:
+    return p.rstrip().endswith(("?", "？")) or bool(_ASKS_FACT.search(p))
 
+
+def _evidence(p: str, r: str, r_all: str, r_len: int, why: list[tuple[float, str]]) -> None:
+    """What speaks for keeping the turn: stated rules, causes, fixes, decisions, values, a fact asked for."""
     stated = " ".join(x for x in _SENTENCE_RE.split(p) if x.strip() and not x.rstrip().endswith(("?", "？")))
     if _STANDING.search(stated) and (_PREFERENCE.search(stated) or _RULE.search(stated)):
-        add(3.0, "the user states a standing rule or preference")
+        why.append((3.0, "the user states a standing rule or preference"))
     elif _PREFERENCE.search(stated) or _RULE.search(stated) and _units(stated) >= 6:
-        add(2.0, "the user states a rule or preference")
+        why.append((2.0, "the user states a rule or preference"))
         if _ACKNOWLEDGED.search(r[:200]):
-            add(1.0, "acknowledged")
-    asks = p.rstrip().endswith(("?", "？")) or bool(_ASKS_FACT.search(p))
+            why.append((1.0, "acknowledged"))
     for rx, points, label in ((_CAUSE, 1.5, "cause"), (_FIX, 1.5, "fix"), (_DECISION, 1.0, "decision"),
                               (_RULE, 1.0, "rule"), (_CAVEAT, 0.5, "caveat")):
         if rx.search(r):
-            add(points, label)
+            why.append((points, label))
     if not _CAUSE.search(r) and _SO.search(r):
-        add(0.75, "consequence")
+        why.append((0.75, "consequence"))
     values = {m.group(0).strip() for m in _VALUE.finditer(r_all)}
     if values:
-        add(min(2.0, 0.5 * len(values)), f"{len(values)} values")
-        if asks and _ASKS_FACT.search(p):
-            add(2.5, "a fact asked for")
-    if asks and _ASKS_WHY.search(p):
-        add(1.5, "a cause asked for")
+        why.append((min(2.0, 0.5 * len(values)), f"{len(values)} values"))
+        if _asks(p) and _ASKS_FACT.search(p):
+            why.append((2.5, "a fact asked for"))
+    if _asks(p) and _ASKS_WHY.search(p):
+        why.append((1.5, "a cause asked for"))
     if _ASKS_TOUR.search(p):
-        add(-1.0, "an explanation asked for")
+        why.append((-1.0, "an explanation asked for"))
     if r_len >= 300:
-        add(1.0 if r_len < 700 else 1.5, "a substantial reply")
+        why.append((1.0 if r_len < 700 else 1.5, "a substantial reply"))
 
-    command = bool(_COMMAND_VERB.match(p)) and p_words <= 12 and not asks
-    if command:  # a long reply to a command may still hold what was decided and why
-        add(-1.5 if r_len < 300 else -0.5, "a command")
+
+def _noise(p: str, r: str, r_len: int, why: list[tuple[float, str]]) -> None:
+    """What speaks against it: a command, a progress report, a tool's result, options, a hand-back, hedging."""
+    if _COMMAND_VERB.match(p) and _units(p) <= 12 and not _asks(p):
+        # a long reply to a command may still hold what was decided and why
+        why.append((-1.5 if r_len < 300 else -0.5, "a command"))
     if _STATUS.match(r) and r_len < 500:
-        add(-1.5 if r_len < 250 else -0.5, "a progress report")
+        why.append((-1.5 if r_len < 250 else -0.5, "a progress report"))
     if _RESULT.search(r[:120]) and r_len < 300:
-        add(-1.0, "a tool's result")
+        why.append((-1.0, "a tool's result"))
     if _OPTIONS.search(r):
-        add(-1.0, "options, no decision")
+        why.append((-1.0, "options, no decision"))
     tail = r[-160:]
     if _ASKS_BACK.search(tail) or tail.rstrip().endswith(("?", "？")):
-        add(-1.0, "ends by asking")
+        why.append((-1.0, "ends by asking"))
     if _HEDGE.search(r):
-        add(-0.5, "hedged")
-    keep = score >= KEEP_AT
-    reason = ("kept: " if keep else "not worth keeping: ") + ", ".join(why or ["no cue"])
-    return Verdict(keep, reason, round(score, 2), ask_llm=not keep and score >= SURE_SKIP)
+        why.append((-0.5, "hedged"))

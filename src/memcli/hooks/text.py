@@ -63,8 +63,8 @@ _FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _CJK_RE = re.compile(r"[\u3400-\u9fff]")
 # the start of a line that was pasted, not written to a person: a timestamp, a stack frame, a table or box
 # border, a log level, a shell prompt, a JSON object, a linter's location
-_PASTED_RE = re.compile(r"^(\[?\d{4}-\d{2}-\d{2}|\d{2}:\d{2}:\d{2}|at |File \"|Traceback|[│├└┌┐╷╵|>+]|[EWIDFV]\s+[\w.]+:\s|"
-                        r"(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL|TRACE|CRITICAL|PANIC)\b|\$ |#\d|"
+_PASTED_RE = re.compile(r"^(\[?\d{4}-\d{2}-\d{2}|\d{2}:\d{2}:\d{2}|at |File \"|Traceback|[│├└┌┐╷╵|>+]|"
+                        r"[EWIDFV]\s+[\w.]+:\s|(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL|TRACE|CRITICAL|PANIC)\b|\$ |#\d|"
                         r"\w+(?:\.\w+)*(?:Error|Exception)\b|-{3,}|={3,}|\{\"|L:\s|[\w@:~/.\-]+=?[$#>] )")
 
 
