@@ -179,7 +179,7 @@ def test_with_an_llm_the_model_may_say_a_turn_holds_nothing_worth_keeping(home: 
         d = _stop_via_launcher(env, home, "a", "why does the nightly export fail?",
                                "Because it ran before the invoices were generated; it now runs at 02:30 UTC "
                                "(dags/export.py).")
-        assert d["status"] == "stored"
+        assert d["status"] == "stored" and d["reason"].startswith("kept: ") and "cause" in d["reason"]
         # the rules would keep it, the model says there is nothing to keep: nothing is stored
         d = _stop_via_launcher(env, home, "b", "which port does the demo app of the framework tutorial use?",
                                "The tutorial's demo app listens on port 3000 by default (set PORT to change it).")
@@ -187,7 +187,7 @@ def test_with_an_llm_the_model_may_say_a_turn_holds_nothing_worth_keeping(home: 
         # the rules are unsure (no cue either way): the model is asked, and keeps it
         d = _stop_via_launcher(env, home, "c", "remind me how the nightly job works",
                                "It loads the CRM exports into the warehouse and rebuilds the reporting views.")
-        assert d["status"] == "stored"
+        assert (d["status"], d["reason"]) == ("stored", "kept by the LLM (the rules were unsure)")
         calls = len(fake.requests)
         # sure chatter never costs a call
         for i, (prompt, reply) in enumerate([("thanks!", "You're welcome!"), ("run the tests", "All 212 passed."),

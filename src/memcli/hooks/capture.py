@@ -1,8 +1,10 @@
 """Stop: keep the turn that just ended as one memory (scope ``agent:claude-code``, tag ``turn``).
 
 prompt (remembered from UserPromptSubmit, else the payload, else the transcript) + ``last_assistant_message``
-(else the transcript) → strip what memcli injected → redact secrets → skip trivial turns → summarise
-(extractive, or an LLM if configured) → de-duplicate → store.
+(else the transcript) → strip what memcli injected → redact secrets → keep it or not (:mod:`memcli.hooks.keep`;
+with an LLM configured, the model also judges the turns it keeps or the rules cannot place) → summarise
+(extractive, or the LLM) → de-duplicate → store. Every decision, and why, is one line of
+``<home>/logs/capture.jsonl``.
 """
 
 from __future__ import annotations
@@ -86,13 +88,13 @@ def journal(home: Path, payload: dict[str, Any], res: Capture) -> None:
 def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksConfig", state: "HookState",
                  home: Path) -> Capture:
     """Decide whether the turn is worth keeping and store it (see the module docstring)."""
-    if payload.get("stop_hook_active"):
-        return Capture("skipped", "stop_hook_active")
-    if payload.get("agent_id") and not cfg.capture_subagents:
-        return Capture("skipped", "subagent turn (hooks.capture_subagents is off)")
     session = str(payload.get("session_id") or "")
     raw_prompt, raw_reply = resolve_turn(payload)
     key = turn_key(session, raw_prompt, raw_reply)
+    if payload.get("stop_hook_active"):
+        return Capture("skipped", "stop_hook_active", key=key)
+    if payload.get("agent_id") and not cfg.capture_subagents:
+        return Capture("skipped", "subagent turn (hooks.capture_subagents is off)", key=key)
     prompt = redact(strip_injected(raw_prompt))
     reply = redact(strip_injected(raw_reply))
     if state.was_captured(session, key):
@@ -117,6 +119,7 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
             return Capture("skipped", "the LLM found nothing worth keeping", key=key)
         if content is None and not verdict.keep:  # no answer from the LLM: the rules decide
             return Capture("skipped", verdict.reason, key=key)
+    why = verdict.reason if verdict.keep else "kept by the LLM (the rules were unsure)"
     if not content:
         content = extractive(prompt, reply)
     content = redact(content).strip()
@@ -135,4 +138,5 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
     res = service.remember(content, tags=[TAG], scope=SCOPE, importance=IMPORTANCE, source=SOURCE,
                            project=detect_project(cwd), metadata=meta, thread=session or None)
     state.mark_captured(session, key)
-    return Capture("stored" if res.created else "duplicate", "", res.memory_id, content, key)
+    return Capture("stored" if res.created else "duplicate", why if res.created else "the same text exists",
+                   res.memory_id, content, key)
