@@ -44,6 +44,25 @@ KEEP = [
     ("为什么夜里的同步任务老是失败？",
      "原因是同步任务和备份任务都在凌晨 2 点跑，抢同一个数据库连接池，超时后被杀掉。已经把同步任务改到 3:30，"
      "并把连接池从 10 调到 20。"),
+    ("the staging deploy keeps failing with ImagePullBackOff",
+     "Root cause: the staging cluster's node role lost `ecr:BatchGetImage` when the IAM module was upgraded to v3. "
+     "I added the permission back in `iam/nodes.tf`; the pods pull fine now."),
+    ("let's always squash-merge PRs in this repo",
+     "Agreed: squash-merge only. I turned off merge commits and rebase merges in the repo settings."),
+    ("where do the nightly backups go?",
+     "To the `acme-backups` S3 bucket in eu-west-1, under `db/<date>/`, kept for 35 days by a lifecycle rule."),
+    ("should we use Celery or RQ for the new jobs?",
+     "Let's use Celery: we already run it for billing, it has retries with backoff and beat for schedules, and RQ "
+     "would be a second queue system to operate."),
+    ("the login page returns 500 after the upgrade",
+     "The session backend setting was renamed in Django 5: `SESSION_ENGINE` still pointed to the removed alias. "
+     "Fixed by setting it to `django.contrib.sessions.backends.cached_db`; login works again."),
+    ("who owns the search service?",
+     "The search service is owned by the discovery team (lead: Priya Shah); on-call in PagerDuty \"Search\", "
+     "channel #search-dev."),
+    ("別再用 moment.js 了，以後日期一律用 date-fns", "好的，之後日期處理一律用 date-fns，我也把 moment 從 package.json 移除了。"),
+    ("为什么 CI 老是超时？",
+     "因为 CI 的 runner 只有 2 核，而测试默认开了 8 个 worker，互相抢 CPU。我把 `-n auto` 改成了 `-n 2`，现在 CI 稳定在 6 分钟左右。"),
     ("这个超时到底设多少合适？",
      "决定：上游接口超时统一设为 5 秒，重试 2 次，指数退避从 200ms 开始；写进了 `config/http.toml`，不要在代码里写死。"),
 ]
@@ -65,6 +84,29 @@ SKIP = [
     ("部署到预发环境", "部署完成，3 个 pod 都已就绪。"),
     ("what's next?", "Next I'll update the README and then run the tests again. Want me to continue?"),
     ("add a docstring to parse_args", "Added a docstring to `parse_args` in `cli.py`."),
+    ("can you look at the failing CI job?",
+     "Let me check the CI logs first. I'll start with the lint step and then look at the unit tests."),
+    ("refactor the payment module", "I've split `payments.py` into `client.py`, `models.py` and `webhooks.py` and "
+                                    "updated the imports. All 143 tests still pass."),
+    ("what does this function do?",
+     "`normalize_amount` takes an amount in cents and a currency and returns a `Decimal` rounded to the currency's "
+     "minor unit. It's called from the invoice serializer and the CSV export."),
+    ("plan the migration to the new API", "Here's a plan:\n1. Add the new client behind a flag.\n2. Migrate the read "
+     "paths.\n3. Migrate the write paths.\n4. Remove the old client.\nShall I start with step 1?"),
+    ("explain the difference between a list and a tuple in python",
+     "Lists are mutable and tuples are immutable; tuples can be dictionary keys and are slightly faster to create."),
+    ("show me the diff", "The diff touches 3 files: `api/views.py` (+12 −4), `api/serializers.py` (+30 −2) and "
+                         "`tests/test_api.py` (+45)."),
+    ("did the deploy finish?", "Yes, the deploy finished at 14:32 and all 6 pods are healthy."),
+    ("好的，开始吧", "好的，我先读一下 `settings.py`，然后再改配置。"),
+    ("帮我看看这个函数在做什么", "这个函数读取配置文件，把每个 key 转成小写，然后返回一个字典。"),
+    ("写个单元测试", "写好了 `tests/test_parse.py`，覆盖了空输入、非法输入和正常输入三种情况，都通过了。"),
+    ("提交吧", "已提交：`a1b2c3d fix: handle empty input`。"),
+    ("these are the logs:\n\n2025-05-01 10:00:01 ERROR timeout\n2025-05-01 10:00:02 ERROR timeout",
+     "I see repeated timeouts starting at 10:00. Can you also paste the config of the upstream service so I can "
+     "compare the timeout values?"),
+    ("lgtm, merge it", "Merged PR #412 into main."),
+    ("how do I reverse a list in python?", "Use `lst.reverse()` to reverse in place, or `lst[::-1]` for a new list."),
 ]
 
 

@@ -42,11 +42,12 @@ _CAUSE = re.compile(
 _SO = re.compile(r"(?i), so\b|, which (?:means|is why)\b")  # a weaker "because": also common in plain narration
 _FIX = re.compile(r"(?i)\b(?:fix|fixed|mitigated):|\b(the fix|fixed by|fixed it|workaround|mitigat\w*|resolved by|"
                   r"now (?:gets?|uses?|has|runs?|sets?|points?|reads?|writes?|returns?|retries|waits?|listens?|"
-                  r"goes|keeps?|drops?|skips?))\b|修复|修復|解决|解決|绕过|繞過|规避|規避|现在会|現在會|现在用|現在用")
+                  r"goes|keeps?|drops?|skips?)|no longer|works (?:again|now))\b"
+                  r"|修复|修復|解决|解決|绕过|繞過|规避|規避|现在会|現在會|现在用|現在用|不再")
 _DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|go(?:ing)? with|chose|instead of|instead|switch(?:ed)? to|moved? to|migrat\w* to|"
     r"replaced?|standardi[sz]\w*|agreed|on record|recommend\w*|keep (?:it|them|this|that)?|stays?|pin(?:ned)?|"
-    r"deliberately|on purpose|intentionally)\b"
+    r"deliberately|on purpose|intentionally|let's use|we'll use|we will use|let's go with)\b"
     r"|决定|決定|方案|改成|改为|改為|改用|换成|換成|采用|採用|选用|選用|保持|保留|建议|建議|约定|約定|故意|刻意")
 _RULE = re.compile(
     r"(?i)\b(always|never|must(?:n't)?|shouldn't|should never|should always|don't|do not|not allowed|only|rule|"
@@ -105,12 +106,19 @@ _ASKS_FACT = re.compile(r"(?i)\b(what|which|where|who|whom|when|how (?:many|much
                         r"how (?:do|should|can|would) we)\b|多少|哪|谁|誰|"
                         r"什么时候|什麼時候|几|幾|在哪")
 # ... or for an explanation of what exists (answerable again from the code)
-_ASKS_TOUR = re.compile(r"(?i)\b(explain|tour|walk me through|overview|introduce|"
+_ASKS_TOUR = re.compile(r"(?i)\b(explain|tour|walk me through|overview|introduce|what does .{0,40} do|"
                         r"how is .{0,40}(?:laid out|organi[sz]ed|structured))\b"
-                        r"|介绍|介紹|讲讲|講講|解释一下|解釋一下|怎么组织|怎麼組織")
+                        r"|介绍|介紹|讲讲|講講|解释一下|解釋一下|怎么组织|怎麼組織|在做什么|在做什麼|是干什么的|是幹什麼的")
 # the user asks why: the answer is a cause
 _ASKS_WHY = re.compile(r"(?i)\b(why|how come|what(?:'s| is) (?:wrong|going on|happening)|what happened)\b|为什么|為什麼|"
                        r"为啥|為啥|怎么回事|怎麼回事|什么原因|什麼原因")
+# the user reports a problem (an implicit "why?"): an answer with a cause or a fix is worth keeping
+_PROBLEM = re.compile(r"(?i)\b(fails?|failing|failed|broken|breaks|crash\w*|errors?|exceptions?|doesn't work|"
+                      r"does not work|stuck|hangs?|timing out|times out|slow|flaky|returns? (?:a )?5\d\d)\b"
+                      r"|报错|報錯|失败|失敗|挂了|掛了|崩|闪退|閃退|超时|超時|卡住|很慢|不工作|出错|出錯")
+# the user asks for a decision: a reply that makes one is worth keeping
+_ASKS_DECISION = re.compile(r"(?i)\b(should we|shall we|which (?:one|is better)|better to)\b|\bor\b[^.?]{0,60}\?"
+                            r"|还是|還是|用哪|選哪|选哪|该不该|該不該|要不要用")
 # standing instructions (a preference for every later session) and their acknowledgement
 _STANDING = re.compile(r"(?i)\b(always|never|from now on|going forward|for the record|remember|in this repo|anywhere|"
                        r"ever|every time)\b|以后|以後|一律|统一|統一|永远|永遠|记住|記住|每次")
@@ -184,10 +192,14 @@ def _evidence(p: str, r: str, r_all: str, r_len: int, why: list[tuple[float, str
     values = {m.group(0).strip() for m in _VALUE.finditer(r_all)}
     if values:
         why.append((min(2.0, 0.5 * len(values)), f"{len(values)} values"))
-        if _asks(p) and _ASKS_FACT.search(p):
+        if _asks(p) and _ASKS_FACT.search(p) and not _ASKS_TOUR.search(p):
             why.append((2.5, "a fact asked for"))
     if _asks(p) and _ASKS_WHY.search(p):
         why.append((1.5, "a cause asked for"))
+    elif _PROBLEM.search(p) and (_CAUSE.search(r) or _FIX.search(r)):
+        why.append((1.5, "a problem explained"))
+    if _ASKS_DECISION.search(p) and _DECISION.search(r):
+        why.append((2.0, "a decision asked for and made"))
     if _ASKS_TOUR.search(p):
         why.append((-1.0, "an explanation asked for"))
     if r_len >= 300:
