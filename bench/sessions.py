@@ -421,8 +421,13 @@ def main() -> None:
                       f"captured {r['captured']}")
     if hooks_times:
         print("hook processes (run.sh, whole process): " + ", ".join(
-            f"{e} p50 {statistics.median(v):.0f} ms (n={len(v)})" for e, v in sorted(hooks_times.items())))
+            f"{e} p50 {statistics.median(v):.0f} / p95 {sorted(v)[int(0.95 * (len(v) - 1))]:.0f} ms (n={len(v)})"
+            for e, v in sorted(hooks_times.items())))
+        deadline = args.deadline_ms or 1500
+        late = sum(ms > deadline for ms in hooks_times.get("UserPromptSubmit", []))
+        print(f"  UserPromptSubmit processes longer than the {deadline} ms deadline (they inject nothing): {late}")
         results["hook_p50_ms"] = {e: round(statistics.median(v), 1) for e, v in hooks_times.items()}
+        results["prompt_hooks_past_deadline"] = late
     if args.misses:
         print("\njunk (stored skip turns):")
         for t in turns:
