@@ -68,11 +68,12 @@ _VALUE = re.compile(
     r"replicas?|workers?|pods?|nodes?|requests?|connections?|parts?|req/\w+|/min|/s)\b"
     r"|\b\d+(?:\.\d+)?\s?(?:秒|分钟|分鐘|小时|小時|天|个|個|次|行|张|張)"
     r"|\bv?\d+\.\d+(?:\.\d+)*\b|:\d{2,5}\b|\b\d{1,2}:\d{2}\b|\b[\w.\-]+=[\w.\-/:@\"']+"
-    r"|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|`[^`\n]{2,80}`|(?:^|\s)(?:\.{0,2}/)?[\w.\-]+/[\w.\-/]+"
+    r"|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|`[^`\n]{2,200}`|(?:^|\s)(?:\.{0,2}/)?[\w.\-]+/[\w.\-/]+"
     r"|(?<![\w&])[#@][A-Za-z][\w\-/.]+|\b[\w.+\-]+@[\w\-]+\.[\w.]+"  # channels, handles, addresses
     r"|\b(?:port|version|timeout|limit|size|ttl|retries|replicas|[a-z]+[A-Z]\w*)\s?[=:]?\s?\d+"
     r"|\b[\w\-]+\.(?:py|js|ts|tsx|go|rs|rb|java|kt|md|toml|json|ya?ml|sh|sql|cfg|ini|conf|env|lock|hcl|tf)\b"
     r"|\b[A-Z][A-Za-z]+ \d+(?:\.\d+)*\b"  # a named thing and its version: PostgreSQL 16, Android 14
+    r"|(?i:\b(?:http|status|returns?|gets?|answers?|with) (?:a |an )?[1-5]\d\d\b)"  # an HTTP status
     r"|(?i:\b(?:every|each) (?:day|night|hour|week|month|morning|evening|(?:mon|tues|wednes|thurs|fri|satur|sun)day)s?"
     r"|\b(?:daily|nightly|hourly|weekly|monthly|midnight|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b)"
     r"|每天|每晚|每周|每週|每月|每小时|每小時|凌晨|午夜|[周週][一二三四五六日]|星期[一二三四五六日天]|\d+\s?[点點]")
