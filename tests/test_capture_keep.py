@@ -140,3 +140,19 @@ def test_a_pasted_log_is_not_the_prompt_that_is_remembered() -> None:
     assert text.startswith("User: the nightly export crashed again") and "what is going on?" in text
     assert "line 88" not in text and "Traceback" not in text
     assert "statement_timeout of the reporting role" in text and "exporter" in text
+
+
+def test_a_sentence_that_starts_with_a_number_keeps_it() -> None:
+    text = extractive("how big is courier_pings?", "3.1 billion rows, 61 GiB in 97 partitions.\n\n1. Copy it by "
+                      "partition.\n2) Swap the tables.")
+    assert "Assistant: 3.1 billion rows, 61 GiB in 97 partitions. Copy it by partition. Swap the tables." in text
+
+
+def test_the_verdict_is_quick_on_a_huge_turn() -> None:
+    import time
+
+    reply = ("Because the export runs before the invoices exist, it now runs at 02:30 UTC. " * 3000
+             + "```\n" + "x = 1\n" * 20000 + "```")
+    t0 = time.perf_counter()
+    assert judge_turn("why does the export fail? " * 500, reply).keep
+    assert time.perf_counter() - t0 < 0.5

@@ -27,6 +27,7 @@ from memcli.hooks.text import is_trivial, one_line, prose
 
 KEEP_AT = 3.0  # points a turn needs to be kept
 SURE_SKIP = 0.0  # below this (evidence against the turn) the LLM is not asked either
+LOOK_AT = 12_000  # characters of the prompt and of the reply weighed (a turn's point is not in its 50th page)
 
 _FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _CJK_RE = re.compile(r"[\u3400-\u9fff]")
@@ -153,8 +154,8 @@ class Verdict:
 
 def judge_turn(prompt: str, reply: str) -> Verdict:
     """Keep or skip one turn (``prompt``, the assistant's final ``reply``), from general cues."""
-    p = prose((prompt or "").strip())
-    r_all = (reply or "").strip()
+    p = prose((prompt or "").strip()[:LOOK_AT])
+    r_all = (reply or "").strip()[:LOOK_AT]
     r = one_line(_FENCE_RE.sub(" ", r_all))
     r_len = len(r) if not _CJK_RE.search(r) else int(len(r) * 2.2)  # a CJK character says about a word's worth
     if p and (is_trivial(p) or _THANKS.match(p) and _units(p) <= 8) and r_len < 260:

@@ -32,6 +32,8 @@ _FILLER = re.compile(r"(?i)^(sure|certainly|of course|great|okay|ok|alright|abso
 # a sentence that only hands the turn back to the user (an offer, a question about what to do next)
 _HANDBACK = re.compile(r"(?i)^(want me to|shall i|should i|do you want|let me know|next step|要不要|要我|需要我|"
                        r"你想|接下来|接下來)|\?$|？$")
+# a list item's or heading's marker: "- ", "* ", "1. ", "2) ", "## ", "> " (not the "3.1" that starts a sentence)
+_MARKER_RE = re.compile(r"^(?:[#>*\-•·]+\s*|\d{1,2}[.)]\s+)+")
 _EMPHASIS_RE = re.compile(r"\*\*|__(?=\w)|(?<=\w)__")
 _STOP = frozenset("the and for that this with from have has was were are you your our not but can will would "
                   "should what when where which how why into about there their then than them they its it's "
@@ -44,7 +46,7 @@ def _sentences(text: str) -> list[str]:
     text = _EMPHASIS_RE.sub("", text)  # markdown bold: its stars would be taken for list markers
     out = []
     for raw in _SENT_RE.split(text):
-        s = raw.strip().lstrip("#>*-•·0123456789.) ").strip()
+        s = _MARKER_RE.sub("", raw.strip()).strip()
         if len(s) < 12 and not re.search(r"[\u3400-\u9fff]{4,}", s):
             continue
         out.append(one_line(s))
