@@ -69,7 +69,8 @@ TOPICS = ["the nightly job loads the CRM exports into the warehouse and rebuilds
 
 def stop(session: str, cwd: Path, n: int) -> bytes:
     """A Stop payload whose turn is worth keeping and unlike the others (so none is judged a duplicate)."""
-    return payload("Stop", session, cwd, stop_hook_active=False, prompt=f"remind me, case {n}: how does it work?",
+    return payload("Stop", session, cwd, stop_hook_active=False,
+                   prompt=f"note for the team, case {n}: remember how it works.",
                    last_assistant_message=f"TURN-MARKER-{n}: {TOPICS[n % len(TOPICS)]}.")
 
 

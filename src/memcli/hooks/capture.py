@@ -2,21 +2,27 @@
 posts its turns here, like the OpenClaw plugin, names itself with the payload's ``agent``: ``agent:<agent>``).
 
 prompt (remembered from UserPromptSubmit, else the payload, else the transcript) + ``last_assistant_message``
-(else the transcript) → strip what memcli injected → redact secrets → skip trivial turns → summarise
-(extractive, or an LLM if configured) → de-duplicate → store.
+(else the transcript) → strip what memcli injected → redact secrets → keep it or not (:mod:`memcli.hooks.keep`;
+with an LLM configured, the model also judges the turns it keeps or the rules cannot place) → summarise
+(extractive, or the LLM) → de-duplicate → store. Every decision, and why, is one line of
+``<home>/logs/capture.jsonl``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcli.hooks import llm
 from memcli.hooks.summarize import extractive
-from memcli.hooks.text import is_trivial, last_turn, one_line, strip_injected
+from memcli.hooks.keep import judge_turn
+from memcli.hooks.text import last_turn, strip_injected
 from memcli.project import detect_project
 from memcli.redact import redact
 
@@ -29,7 +35,6 @@ SCOPE = "agent:claude-code"
 TAG = "turn"
 SOURCE = "hook:stop"
 IMPORTANCE = 0.4
-MIN_REPLY_CHARS = 40
 _AGENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -39,6 +44,7 @@ class Capture:
     reason: str = ""
     memory_id: str | None = None
     content: str | None = None
+    key: str = ""
 
 
 def turn_key(session_id: str, prompt: str, reply: str) -> str:
@@ -76,24 +82,43 @@ def resolve_turn(payload: dict[str, Any]) -> tuple[str, str]:
     return prompt, reply
 
 
+def journal(home: Path, payload: dict[str, Any], res: Capture) -> None:
+    """One line per Stop decision in ``<home>/logs/capture.jsonl`` (why a turn was kept or not); no content."""
+    rec = {"at": int(time.time() * 1000), "session_id": str(payload.get("session_id") or ""), "turn_key": res.key,
+           "status": res.status, "reason": res.reason, "memory_id": res.memory_id}
+    try:
+        d = home / "logs"
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / "capture.jsonl"
+        try:
+            if path.stat().st_size > 1_000_000:
+                os.replace(path, d / "capture.jsonl.1")
+        except OSError:
+            pass
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    except OSError:
+        pass  # the journal is a convenience: a full disk must not fail the capture
+
+
 def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksConfig", state: "HookState",
                  home: Path) -> Capture:
-    if payload.get("stop_hook_active"):
-        return Capture("skipped", "stop_hook_active")
+    """Decide whether the turn is worth keeping and store it (see the module docstring)."""
     scope = scope_of(payload)
-    if payload.get("agent_id") and not cfg.capture_subagents:
-        return Capture("skipped", "subagent turn (hooks.capture_subagents is off)")
     session = str(payload.get("session_id") or "")
     raw_prompt, raw_reply = resolve_turn(payload)
+    key = turn_key(session, raw_prompt, raw_reply)
+    if payload.get("stop_hook_active"):
+        return Capture("skipped", "stop_hook_active", key=key)
+    if payload.get("agent_id") and not cfg.capture_subagents:
+        return Capture("skipped", "subagent turn (hooks.capture_subagents is off)", key=key)
     prompt = redact(strip_injected(raw_prompt))
     reply = redact(strip_injected(raw_reply))
-    if len(one_line(reply)) < MIN_REPLY_CHARS and (is_trivial(prompt) or len(one_line(reply)) < 12):
-        return Capture("skipped", "trivial turn")
-    if is_trivial(prompt) and len(one_line(reply)) < 200:
-        return Capture("skipped", "trivial turn")
-    key = turn_key(session, raw_prompt, raw_reply)
     if state.was_captured(session, key):
-        return Capture("duplicate", "already captured")
+        return Capture("duplicate", "already captured", key=key)
+    verdict = judge_turn(prompt, reply)
+    if not verdict.keep and not (cfg.llm_provider and verdict.ask_llm):
+        return Capture("skipped", verdict.reason, key=key)
     content = None
     if cfg.llm_provider:
         try:
@@ -108,16 +133,19 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
             content = None
         if content == "":
             state.mark_captured(session, key)
-            return Capture("skipped", "the LLM found nothing worth keeping")
+            return Capture("skipped", "the LLM found nothing worth keeping", key=key)
+        if content is None and not verdict.keep:  # no answer from the LLM: the rules decide
+            return Capture("skipped", verdict.reason, key=key)
+    why = verdict.reason if verdict.keep else "kept by the LLM (the rules were unsure)"
     if not content:
         content = extractive(prompt, reply)
     content = redact(content).strip()
     if not content:
-        return Capture("skipped", "empty after cleaning")
+        return Capture("skipped", "empty after cleaning", key=key)
     dup = service.check_duplicate(content)
     if dup.is_duplicate:
         state.mark_captured(session, key)
-        return Capture("duplicate", "a similar memory exists", dup.similar[0].memory.id, content)
+        return Capture("duplicate", "a similar memory exists", dup.similar[0].memory.id, content, key)
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     meta: dict[str, Any] = {"session_id": session, "turn_key": key}
     if cwd:
@@ -127,4 +155,5 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
     res = service.remember(content, tags=[TAG], scope=scope, importance=IMPORTANCE, source=SOURCE,
                            project=detect_project(cwd), metadata=meta, thread=session or None)
     state.mark_captured(session, key)
-    return Capture("stored" if res.created else "duplicate", "", res.memory_id, content)
+    return Capture("stored" if res.created else "duplicate", why if res.created else "the same text exists",
+                   res.memory_id, content, key)

@@ -141,7 +141,7 @@ class HookRuntime:
     # ------------------------------------------------------------------ the queue
     def capture(self, payload: dict[str, Any]) -> None:
         from memcli.errors import ValidationError
-        from memcli.hooks.capture import capture_turn
+        from memcli.hooks.capture import capture_turn, journal
 
         payload = clean_payload(payload)  # queued by a client (or an older memcli) as it came
         if not payload.get("_memcli_prompt") and payload.get("session_id"):
@@ -155,8 +155,7 @@ class HookRuntime:
         except ValidationError as exc:
             raise PermanentError(exc.message) from None
         self.last.setdefault("captures", []).append(res)
-        if res.status == "skipped" and res.reason != "trivial turn":
-            self.log(f"Stop: skipped: {res.reason}")
+        journal(self.home, payload, res)  # every decision, with its reason (hooks.log keeps failures only)
 
     def drain(self) -> int:
         if not self.spool.pending():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from memcli.hooks.text import clip, one_line
+from memcli.hooks.text import clip, one_line, prose
 
 PROMPT_CHARS = 400
 SUMMARY_CHARS = 1100
@@ -27,7 +27,14 @@ _KEY_WORDS = re.compile(
     r"turn(?:s|ed)? out|the (?:problem|issue|bug) (?:is|was)|error|fail\w*|broke\w*|require\w*|"
     r"configur\w*|migrat\w*|deprecat\w*|added|changed|removed|renamed|moved|created|updated|implement\w*)\b"
     r"|决定|原因|修复|解决|采用|必须|不要|注意|改为|问题")
-_FILLER = re.compile(r"(?i)^(sure|certainly|of course|great|okay|ok|alright|absolutely|got it|好的|当然)[,!.:\s]")
+_FILLER = re.compile(r"(?i)^(sure|certainly|of course|great|okay|ok|alright|absolutely|got it|found it|done|sorry|"
+                     r"understood|noted|good (?:question|instinct|catch)|you're right|好的|当然|當然|找到了|好)[,!.:：，\s]")
+# a sentence that only hands the turn back to the user (an offer, a question about what to do next)
+_HANDBACK = re.compile(r"(?i)^(want me to|shall i|should i|do you want|let me know|next step|要不要|要我|需要我|"
+                       r"你想|接下来|接下來)|\?$|？$")
+# a list item's or heading's marker: "- ", "* ", "1. ", "2) ", "## ", "> " (not the "3.1" that starts a sentence)
+_MARKER_RE = re.compile(r"^(?:[#>*\-•·]+\s*|\d{1,2}[.)]\s+)+")
+_EMPHASIS_RE = re.compile(r"\*\*|__(?=\w)|(?<=\w)__")
 _STOP = frozenset("the and for that this with from have has was were are you your our not but can will would "
                   "should what when where which how why into about there their then than them they its it's "
                   "let me i'll i've please could also just like some any all more most".split())
@@ -36,9 +43,10 @@ _STOP = frozenset("the and for that this with from have has was were are you you
 def _sentences(text: str) -> list[str]:
     text = _FENCE_RE.sub("\n", text)
     text = _TABLE_RE.sub("\n", text)
+    text = _EMPHASIS_RE.sub("", text)  # markdown bold: its stars would be taken for list markers
     out = []
     for raw in _SENT_RE.split(text):
-        s = raw.strip().lstrip("#>*-•·0123456789.) ").strip()
+        s = _MARKER_RE.sub("", raw.strip()).strip()
         if len(s) < 12 and not re.search(r"[\u3400-\u9fff]{4,}", s):
             continue
         out.append(one_line(s))
@@ -51,8 +59,11 @@ def _terms(text: str) -> set[str]:
 
 def extractive(prompt: str, reply: str, *, prompt_chars: int = PROMPT_CHARS,
                summary_chars: int = SUMMARY_CHARS) -> str:
-    """``User: <prompt>\\nAssistant: <key sentences of the reply>`` — one memory's text."""
-    prompt = one_line(prompt)
+    """``User: <prompt>\\nAssistant: <key sentences of the reply>`` — one memory's text.
+
+    The prompt keeps what the user wrote (a preference is often stated there), not what they pasted (logs,
+    stack traces, code); the reply keeps its sentences of substance, not its pleasantries or its offers."""
+    prompt = one_line(prose(prompt) or prompt)
     sents = _sentences(reply)
     q = _terms(prompt)
     scored = []
@@ -65,10 +76,12 @@ def extractive(prompt: str, reply: str, *, prompt_chars: int = PROMPT_CHARS,
         score += 0.5 * min(3, len(_IDENT_RE.findall(s)))
         if q:
             score += 1.5 * len(q & _terms(s)) / max(3, len(q))
-        if _FILLER.match(s):
-            score -= 1.0
-        if s.endswith("?"):
-            score -= 0.5
+        if _HANDBACK.search(s):
+            continue  # "Want me to…?", "接下来…": hands the turn back, nothing to remember
+        if _FILLER.match(s):  # "Found it: …", "好的，…": the pleasantry goes, the rest stays
+            s = _FILLER.sub("", s, count=1).lstrip(" :：,，.!！。")
+            if len(s) < 8:
+                continue
         if len(s) > 400:
             score -= 0.5
         scored.append((score, i, s))

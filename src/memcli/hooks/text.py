@@ -59,6 +59,31 @@ def is_trivial(prompt: str | None) -> bool:
     return len(folded) <= 2 and not any(unicodedata.category(c) == "Lo" for c in folded)
 
 
+_FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_CJK_RE = re.compile(r"[\u3400-\u9fff]")
+# the start of a line that was pasted, not written to a person: a timestamp, a stack frame, a table or box
+# border, a log level, a shell prompt, a JSON object, a linter's location
+_PASTED_RE = re.compile(r"^(\[?\d{4}-\d{2}-\d{2}|\d{2}:\d{2}:\d{2}|at |File \"|Traceback|[│├└┌┐╷╵|>+]|"
+                        r"[EWIDFV]\s+[\w.]+:\s|(?:ERROR|WARN|WARNING|INFO|DEBUG|FATAL|TRACE|CRITICAL|PANIC)\b|\$ |#\d|"
+                        r"\w+(?:\.\w+)*(?:Error|Exception)\b|-{3,}|={3,}|\{\"|L:\s|[\w@:~/.\-]+=?[$#>] )")
+
+
+def prose(text: str) -> str:
+    """The lines a person wrote: without code blocks and pasted logs, stack traces, tables or terminals."""
+    out = []
+    for line in _FENCE_RE.sub("\n", text or "").splitlines():
+        s = line.strip()
+        if not s or _PASTED_RE.match(s):
+            continue
+        if line[:2] in ("  ", "\t ", "\t\t") and not s[:2] in ("- ", "* ", "• "):
+            continue  # indented: program output or code, not a sentence
+        letters = sum(c.isalpha() for c in s)
+        if letters < len(s) * 0.4 and not _CJK_RE.search(s):  # mostly digits and punctuation
+            continue
+        out.append(s)
+    return "\n".join(out)
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters at a word boundary, with an ellipsis."""
     text = " ".join(text.split()) if "\n" not in text else text.strip()
