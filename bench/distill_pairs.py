@@ -103,7 +103,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rules-only", action="store_true", help="only the same-fact test, no store or embedder")
     ap.add_argument("--embedder", default="local", help="local (the bundled e5, default) or hash")
-    ap.add_argument("--threshold", type=float, default=0.90, help="distill's calibrated similarity threshold")
+    ap.add_argument("--threshold", type=float, default=0.80,
+                    help="distill's calibrated similarity threshold (the default of [distill] threshold)")
     args = ap.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     pairs = data["pairs"]
