@@ -248,6 +248,12 @@ class Replay:
     def session(self, s: Session) -> None:
         from memcli.hooks.capture import turn_key
 
+        try:
+            from memcli.redact import redact as _redact
+        except ImportError:  # an older source tree (--src): payloads were not redacted before the turn key
+            def _redact(text: str) -> str:
+                return text
+
         tdir = self.work / "transcripts"
         tdir.mkdir(exist_ok=True)
         base = {"session_id": s.session_id, "cwd": s.cwd}
@@ -260,7 +266,8 @@ class Replay:
                                             "hook_event_name": "UserPromptSubmit", "prompt": t.prompt})
             self.hooks("Stop", {**base, "transcript_path": str(path), "hook_event_name": "Stop", "prompt": t.prompt,
                                 "last_assistant_message": t.reply, "stop_hook_active": False})
-            self.decisions[t.ref] = self._wait_captured(turn_key(s.session_id, t.prompt, t.reply))
+            # the hooks see the payload with its secrets redacted (memcli.redact), and key the turn on that
+            self.decisions[t.ref] = self._wait_captured(turn_key(s.session_id, _redact(t.prompt), _redact(t.reply)))
         self.hooks("SessionEnd", {**base, "transcript_path": str(tdir / f"{s.tag}-{s.turns[-1].n}.jsonl"),
                                   "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
 

@@ -121,8 +121,8 @@ def test_a_stop_payload_with_a_lone_surrogate_keeps_the_turn(home: Path, tmp_pat
     srv = serve(home, {"MEMCLI_EMBEDDER": "hash"})
     env = {**srv.env, "MEMCLI_PYTHON": sys.executable, "CLAUDE_PLUGIN_DATA": str(tmp_path / "plugin-data")}
     try:
-        reply = ("The upload worker crashed on a filename with a broken emoji \\ud800 in it; it now replaces "
-                 "undecodable characters and logs the original bytes.")
+        reply = ("The upload worker crashed because a filename held a broken emoji \\ud800 in it; the fix: it now "
+                 "replaces undecodable characters and logs the original bytes.")
         raw = ('{"session_id": "sur-1", "cwd": "%s", "hook_event_name": "Stop", "stop_hook_active": false, '
                '"prompt": "why did the upload worker crash \\udfff?", "last_assistant_message": "%s"}'
                % (tmp_path, reply)).encode()

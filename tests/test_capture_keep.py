@@ -35,6 +35,10 @@ KEEP = [
      "I checked the release workflow and the team calendar. Releases go out on Tuesdays: the release workflow "
      "runs on the v* tag that the release manager pushes every Tuesday morning after the standup. Hotfixes can "
      "go out any day."),
+    # a decision the user tells, even when the reply only reports that it is done
+    ("We decided the osprey nightly report moves to Mondays at 07:00.",
+     "Done: the osprey nightly report is now scheduled for Mondays at 07:00, and its owners know."),
+    ("我们决定以后每个迁移都先在 staging 跑一遍再上生产。", "好的，已经记下了：迁移先在 staging 跑，再上生产。"),
     # a preference or a convention the user states, even with a short answer
     ("please don't mock the database in tests here, we got burned by that before",
      "Understood: tests will hit the real Postgres test database through the factories."),

@@ -16,6 +16,7 @@ import pytest
 
 from memcli.config import load_config
 from memcli.hooks.capture import turn_key
+from memcli.redact import redact
 from memcli.service import MemoryService
 
 from test_hooks_e2e import Served, kill_spawned, serve
@@ -60,7 +61,7 @@ def replay(s: Session, srv: Served, env: dict[str, str], tmp: Path) -> dict[str,
         out = run_sh("Stop", {**base, "hook_event_name": "Stop", "transcript_path": str(path), "prompt": t.prompt,
                               "last_assistant_message": t.reply, "stop_hook_active": False}, env)
         assert out == ""
-        key = turn_key(s.session_id, t.prompt, t.reply)
+        key = turn_key(s.session_id, redact(t.prompt), redact(t.reply))  # the hook sees the payload redacted
         deadline = time.monotonic() + 30
         while not (found := [d for d in journal(srv.home) if d["turn_key"] == key]):
             assert time.monotonic() < deadline, f"no capture decision for {t.ref}"

@@ -127,6 +127,10 @@ _STANDING = re.compile(r"(?i)\b(always|never|from now on|going forward|for the r
 _ACKNOWLEDGED = re.compile(r"(?i)^\W*(understood|noted|got it|will do|sure|ok(?:ay)?|right|agreed|of course|"
                            r"sounds good)\b|\b(from now on|i'll (?:always|never|only|use|keep|stick)|i won't|"
                            r"going forward)\b|记住了|記住了|明白|收到|没问题|沒問題|好的|以后|以後|之后|之後")
+# the user tells what was decided (not asks): "we decided …", "the team agreed …", "我们决定…"
+_STATED_DECISION = re.compile(r"(?i)\b(?:we|i|the team|they)(?: have| had|'ve)? (?:decided|agreed|chose|"
+                              r"settled on|standardi[sz]ed on|are going with|will go with)\b|\bthe decision is\b"
+                              r"|我们决定|我們決定|决定了|決定了|定下来|定下來|约定|約定")
 # a reply that lays out options for the user to choose from has not decided anything yet
 _OPTIONS = re.compile(r"(?i)\boptions?:|\b(trade-?offs?|pros and cons|two ways|either\b.{0,80}\bor)\b"
                       r"|取舍|取捨|两种|兩種|两个办法|兩個辦法|几种|幾種|选项|選項")
@@ -185,6 +189,8 @@ def _evidence(p: str, r: str, r_all: str, r_len: int, why: list[tuple[float, str
         why.append((2.0, "the user states a rule or preference"))
         if _ACKNOWLEDGED.search(r[:200]):
             why.append((1.0, "acknowledged"))
+    if _STATED_DECISION.search(stated):
+        why.append((3.0, "the user states a decision"))
     for rx, points, label in ((_CAUSE, 1.5, "cause"), (_FIX, 1.5, "fix"), (_DECISION, 1.0, "decision"),
                               (_RULE, 1.0, "rule"), (_CAVEAT, 0.5, "caveat")):
         if rx.search(r):
