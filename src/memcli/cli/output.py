@@ -159,7 +159,8 @@ def fmt_time(ms: int | None) -> str:
 def progress(description: str) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress bar on stderr when stderr is a terminal; yields the core's ``progress(done, total)``
     callback, or None (no bar) when stderr is redirected."""
-    if not sys.stderr.isatty() or not err.is_terminal:  # the first test imports no rich (a piped command)
+    # a piped command imports no rich: its lazy console is not even created
+    if (isinstance(err, _LazyConsole) and not sys.stderr.isatty()) or not err.is_terminal:
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

@@ -128,10 +128,13 @@ class WriteBatcher:
             except BaseException as exc:  # noqa: BLE001 - the store could not be used: every writer hears it
                 outcomes = [exc] * len(batch)
             for entry, outcome in zip(batch, outcomes):
-                if isinstance(outcome, BaseException):
-                    entry.future.set_exception(outcome)
-                else:
-                    entry.future.set_result(outcome)
+                try:
+                    if isinstance(outcome, BaseException):
+                        entry.future.set_exception(outcome)
+                    else:
+                        entry.future.set_result(outcome)
+                except concurrent.futures.InvalidStateError:
+                    pass  # its request was cancelled meanwhile (shutdown): nobody waits for it
             self.commits += 1
             log.info("remember: %d memor%s (%s) in one commit, %.0f ms", len(batch),
                      "y" if len(batch) == 1 else "ies", group[-1], (time.monotonic() - started) * 1000)

@@ -182,6 +182,11 @@ class ServiceHolder:
                 self._cond.wait(left)
         return True
 
+    def begin_close(self) -> None:
+        """Shutdown has begun (a signal): calls still waiting for the store to open answer 503 at once, before
+        the server's graceful wait for requests in flight runs out (a cancelled request would get a bare 500)."""
+        self._closing.set()
+
     def close(self, timeout: float = 30.0) -> None:
         """Wait for calls in flight, then close the service if this holder opened it."""
         if self._closed:

@@ -83,6 +83,10 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
                                              "started_at": int(time.time() * 1000)})
             log.info("memcli serve: http://%s:%d (pid %d, store %s)", host, bound, os.getpid(), config.data_uri)
 
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            app.state.holder.begin_close()  # writes waiting for an opening store answer now, not at the cancel
+            super().handle_exit(sig, frame)
+
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             # Here, not only in `finally`: uvicorn re-raises a caught SIGTERM once it has shut down.
             _remove_server_file(config.home)
