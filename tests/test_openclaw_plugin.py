@@ -2,23 +2,32 @@
 
 tests/js/*.test.mjs import the plugin's modules (openclaw/) and talk to a real server of a real home (hash
 embedder); the squatters, the hanging server and the missing memcli are real local processes and sockets.
+The plugin's redaction (openclaw/lib/redact.js) is checked against memcli.redact itself: Python's answers on
+the shared cases, ordinary and generated texts are written to a file the JS test compares with.
 The whole plugin inside a real OpenClaw is tests/test_openclaw_e2e.py.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
+import random
+import re
 import shutil
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from _memcli_server import MEMCLI, ServerProc, base_env, free_port, start_server
+from memcli import redact as py_redact
 from memcli.proof import server_proof
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,3 +166,83 @@ def test_plugin_in_team_mode_over_https(node: str, tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+# Pieces the generated texts are made of: what the patterns look for, what separates it from its value, values
+# that are and are not secrets, and the Unicode where Python's \w, \d, \s, \b and IGNORECASE differ from JS's.
+_PIECES = ["password", "Password", "PASSWORD", "passwd", "secret", "token", "api_key", "API-KEY", "client_secret",
+           "credentials", "Bearer", "basic", "Authorization", "x-api-key", "--password", "-token", "secret key",
+           "access key", "bot token", " is ", " was ", " to ", " is now ", "=", ": ", " => ", '"', "'", "`", ",",
+           ";", "}", "(", ")", " ", "\n", "\t", "\u00a0", "\x1c", "\x85", "\u3000", ".", "!", "?", "@", "://",
+           "/", "+", "-", "_", "~", "$", "${", "<", "os.environ", "hunter2", "hunter22x", "Tr0ub4dor&3", "1.2.3",
+           "v2.0-rc1", "blue-green-deploy", "none", "null", "example", "[REDACTED:secret]", "https://user:",
+           "postgres://admin:", "@db.example.com", "sk-", "ghp_", "AKIA", "eyJ", "é", "İ", "ı", "ſ", "\u212a",
+           "٣", "١٢٣٤٥٦٧٨٩", "猫", "密码是", "😀", "\u0301", "ǅ", "Users/JohnSmith/Documents/Projects/MyApp"]
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _generated_texts(r: random.Random) -> list[str]:
+    """Identifiers that are not secrets (as bench/redact.py makes them), CJK prose, random 40-character keys,
+    and a few hundred random assemblies of _PIECES."""
+    out = []
+    for _ in range(20):
+        blob = r.randbytes(64)
+        out += [f"fixed in {hashlib.sha1(blob).hexdigest()} (short {hashlib.sha1(blob).hexdigest()[:7]})",
+                f"request {uuid.UUID(bytes=blob[:16], version=4)} failed", f"digest sha256:{hashlib.sha256(blob).hexdigest()}",
+                f"integrity sha512-{base64.b64encode(hashlib.sha512(blob).digest()).decode()}",
+                "see " + "/".join(r.choice(["src", "Components", "Header", "Button2", "styles", "MainIndex", "utils"])
+                                  for _ in range(8))[:40] + " now",
+                "paste " + "".join(r.choice(_B64) for _ in range(40)) + " there",
+                "token " + "".join(r.choice(_B64[:62]) for _ in range(r.randint(10, 30)))]
+    out += ["数据库的密码存放在 Vault 里，不在代码中。", "会议记录：迁移到 PostgreSQL 16，周五上线，负责人是小王。",
+            "密码是 hunter2x9（测试环境）", "パスワードは設定ファイルにありません。キャッシュは /var/cache/app にあります。",
+            "비밀번호는 저장소에 없습니다. token is 만료됨", "the password is 猫猫12345猫", "passwordİ = Sw0rdfish99",
+            "PASSWORD ıs Sw0rdfish99", "pasſword: Sw0rdfish99", "toKen is Sw0rdfish99", "the token\u00a0is\u00a0Sw0rdfish99",
+            "the token\x1cis\x1cSw0rdfish99", "éghp_" + "A1b2" * 9, "ghp_" + "A1b2" * 9 + "é",
+            "bot ١٢٣٤٥٦٧٨٩:AA" + "x" * 33 + " here", "api key is Sw0rd😀fish", "x" * 35 + "AIza" + "y" * 35]
+    for _ in range(400):
+        out.append("".join(r.choice(_PIECES) if r.random() < 0.8 else "".join(r.choice(_B64) for _ in range(r.randint(4, 44)))
+                           for _ in range(r.randint(1, 12))))
+    return out
+
+
+def _redact_expectations() -> dict[str, Any]:
+    """What tests/js/redact.test.mjs compares redact.js with: memcli.redact's patterns and its answers."""
+    cases = json.loads((ROOT / "bench" / "data" / "redact_cases.json").read_text())
+    texts = [c["text"] for c in cases["secrets"]] + [c["secret"] for c in cases["secrets"]] + cases["ordinary"]
+    texts += [py_redact.redact(t) for t in texts]  # redacting again changes nothing, in both
+    texts += _generated_texts(random.Random(11))
+
+    def flags(p: re.Pattern[str]) -> str:
+        return ("i" if p.flags & re.IGNORECASE else "") + ("s" if p.flags & re.DOTALL else "")
+
+    sources: dict[str, Any] = {name.strip("_"): [getattr(py_redact, name).pattern, flags(getattr(py_redact, name))]
+                               for name in ("_PRIVATE", "_PEM", "_BEARER", "_AUTH_HEADER", "_ASSIGN", "_URL_PASSWORD",
+                                            "_CLI_PASSWORD", "_PROSE", "_VERSION", "_HYPHENED_WORDS", "_BARE40",
+                                            "_WORDLIKE")}
+    sources["TOKENS"] = [[label, p.pattern, flags(p)] for label, p in py_redact._TOKENS]
+    payloads = [
+        {"session_id": "s-token=abcd1234", "cwd": "/home/me/password=hunter22", "transcript_path": "/t.jsonl",
+         "prompt": "deploy with ghp_" + "A1b2" * 9 + " \ud800 now",
+         "_memcli_caller": {"space": "crew", "agent": "bob", "token_id": "0123456789ab"},
+         "nested": [{"last": "Authorization: Bearer " + "z" * 30}], "n": 3, "ok": True, "none": None},
+        {"session_id": "r1", "cwd": "/w", "prompt": "the password is Tr0ub4dor&3", "agent": "openclaw",
+         "agent_id": "agent:x:subagent:password=hunter22", "hook_event_name": "Stop",
+         "last_assistant_message": "done \udc00 with sk-ant-api03-abcdefghijklmnopqrstu", "k\ud800": ["token: abcd1234"]},
+        {"prompt": ["x", {"cwd": "password=hunter22", "y": "password=hunter22"}], "source": "password=hunter22"},
+    ]
+    return {"sources": sources, "words": sorted(py_redact._WORDS), "payload_ids": sorted(py_redact.PAYLOAD_IDS),
+            "texts": {t: py_redact.redact(t) for t in texts},
+            "payloads": [[p, py_redact.clean_payload(p)] for p in payloads]}
+
+
+def test_plugin_redacts_as_memcli_does_before_a_turn_reaches_the_disk(node: str, tmp_path: Path) -> None:
+    """openclaw/lib/redact.js is memcli/redact.py: the same patterns and the same output on every case of
+    bench/data/redact_cases.json and ~800 ordinary, generated and Unicode texts; no slow input; with memcli down,
+    a turn full of secrets is spooled (spool/, spool-team/) and logged without any of them."""
+    expected = tmp_path / "redact-expected.json"
+    expected.write_text(json.dumps(_redact_expectations()))
+    env = base_env()
+    env.update(MEMCLI_TEST_TMP=str(tmp_path), MEMCLI_TEST_REDACT=str(expected))
+    env.pop("MEMCLI_API_URL", None)
+    run_node_tests(node, "redact.test.mjs", env)

@@ -219,7 +219,7 @@ export class MemcliClient {
         : await this.local(s, method, urlPath, body, deadline, { start });
     } catch (err) {
       const where = s.teamMode ? `the memcli server at ${s.apiUrl}` : "this home's memcli server";
-      log(s.home, `${method} ${urlPath}: ${err.name}: ${err.message}`);
+      log(s.home, `${method} ${urlPath.split("?")[0]}: ${err.name}: ${err.message}`); // no query: a recall's text
       throw new MemcliError(`memcli is not reachable: ${where} did not answer (${err.message})`, 503, "unavailable");
     }
     const data = parse(answer.text);

@@ -1,5 +1,6 @@
 // Plumbing: one HTTP request within a deadline, the server's proof (the HMAC of memcli/proof.py), the log
-// line, the Stop spool and starting the home's server. Node's standard library only.
+// line, the Stop spool and starting the home's server. Node's standard library only. Nothing written to disk
+// here keeps a secret: a spooled payload is cleaned first, a log line redacted (redact.js, memcli's rules).
 
 import { spawn } from "node:child_process";
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
@@ -8,6 +9,8 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import path from "node:path";
+
+import { cleanPayload, redact } from "./redact.js";
 
 export const IDLE_TIMEOUT_S = 1800;
 export const START_GRACE_S = 20; // a server started less than this ago (by a hook or by us): do not start another
@@ -22,7 +25,8 @@ export class Timeout extends Error {
   name = "Timeout";
 }
 
-/** One line in <home>/logs/hooks.log (the hooks' log); never throws. */
+/** One line in <home>/logs/hooks.log (the hooks' log), secrets redacted; never throws. Callers log what
+ * happened (events, ports, errors), never the turn's text. */
 export function log(home, message) {
   try {
     const dir = path.join(home, "logs");
@@ -34,7 +38,7 @@ export function log(home, message) {
       // no log yet
     }
     const stamp = new Date().toISOString().slice(0, 19);
-    const text = String(message).split(/\s+/).join(" ").slice(0, 500);
+    const text = redact(String(message)).split(/\s+/).join(" ").slice(0, 500);
     fs.appendFileSync(file, `${stamp} openclaw[${process.pid}] ${text}\n`, { mode: 0o600 });
   } catch {
     // a full or read-only disk must not break the turn
@@ -126,7 +130,11 @@ export function portTaken(port) {
   });
 }
 
-/** Queue a payload where the home's server drains it at start (atomic: temp file, then rename). */
+/**
+ * Queue a payload where the home's server drains it at start (atomic: temp file, then rename). The payload
+ * is cleaned first, as the Claude Code hook client does (redact.py's clean_payload_bytes): every text field
+ * redacted, ids and paths kept, lone surrogates replaced; no secret waits on disk for the server.
+ */
 export function spool(home, payload, sub = "spool") {
   const dir = path.join(home, sub);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -134,7 +142,7 @@ export function spool(home, payload, sub = "spool") {
   const tmp = path.join(dir, `.${name}.tmp`);
   const fd = fs.openSync(tmp, "w", 0o600);
   try {
-    fs.writeSync(fd, JSON.stringify(payload));
+    fs.writeSync(fd, JSON.stringify(cleanPayload(payload)));
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);

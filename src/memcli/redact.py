@@ -13,6 +13,11 @@ symbols), so git SHAs, UUIDs, hashes, paths and identifiers in memories stay as 
 (``python bench/redact.py`` measures both).
 
 Standard library only: the hook client (a plain ``python -I -S`` script) imports it before it spools a turn.
+
+``openclaw/lib/redact.js`` mirrors this module for the OpenClaw plugin (which redacts a turn before it spools
+it): a change here must be ported there. ``tests/js/redact.test.mjs`` (run by tests/test_openclaw_plugin.py)
+keeps them equal: the patterns' text, and the output on every case of bench/data/redact_cases.json and on
+ordinary and generated texts.
 """
 
 from __future__ import annotations
