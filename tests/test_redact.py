@@ -63,3 +63,24 @@ def test_no_input_makes_the_patterns_backtrack(unit: str) -> None:
     redact(text)
     search_text(text)
     assert time.monotonic() - t0 < 10, unit
+
+
+@pytest.mark.parametrize("word", ["1" * 38 + "aB", "a" * 38 + "A1", "Ab" * 19 + "1C", "ABCDEF" * 6 + "abC1"])
+def test_a_crafted_40_character_key_is_judged_without_backtracking(word: str) -> None:
+    """The word-like check of a bare 40-character key took hours on "111…1aB" as a regex fullmatch."""
+    t0 = time.monotonic()
+    redact(f"the key is {word} ok")
+    assert time.monotonic() - t0 < 5, word
+
+
+def test_the_linear_checks_take_exactly_the_strings_of_the_patterns_they_replace() -> None:
+    import random
+
+    from memcli import redact as r
+
+    rnd = random.Random(7)
+    for _ in range(20_000):
+        part = "".join(rnd.choice("abcXYZ012") for _ in range(rnd.randint(0, 12)))
+        assert r._wordlike(part) == bool(r._WORDLIKE.fullmatch(part)), part
+        value = "".join(rnd.choice("v1.2-a#_") for _ in range(rnd.randint(0, 10)))
+        assert bool(r._VERSION_LINEAR.fullmatch(value)) == bool(r._VERSION.fullmatch(value)), value

@@ -93,10 +93,14 @@ _PROSE = re.compile(
     r"private[ _\-]key|(?:auth|access|api|bearer|bot|refresh)[ _\-]token|token|credentials?)"
     r"\s+(?:is|was|are|were|is\s+now|became|to|of)\s+)([`'\"]?)([^\s`'\",;]{6,})")
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+[\w.\-]*")
+# the same strings with one way to match them (_VERSION's fullmatch is quadratic on "1.1.1.…#")
+_VERSION_LINEAR = re.compile(r"v?\d+\.\d[\w.\-]*")
 _HYPHENED_WORDS = re.compile(r"[a-z]+\d*(?:-[a-z]+\d*)+")
 # A bare 40-character key in the base64 alphabet (AWS's secret access key has no prefix at all).
 _BARE40 = re.compile(r"(?<![A-Za-z0-9/+=_\-.])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_\-])")
 # words, acronyms and numbers, the last one perhaps cut short: CamelCase names, paths
+# (the language of a word-like part; matched by _wordlike, which never backtracks: this pattern's fullmatch takes
+# hours on a 40-character part such as "1111…1aB")
 _WORDLIKE = re.compile(r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,6}(?![a-z])|\d+)*[A-Z]?[a-z]?")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -130,12 +134,55 @@ def contains_secret(text: str) -> bool:
     return redact(text) != text
 
 
+def _wordlike(part: str) -> bool:
+    """``_WORDLIKE.fullmatch(part)`` without backtracking: the positions its starred group can reach, then
+    whether ``[A-Z]?[a-z]?`` ends the part from one of them (openclaw/lib/redact.js does the same)."""
+    n = len(part)
+
+    def up(k: int) -> bool:
+        return k < n and "A" <= part[k] <= "Z"
+
+    def low(k: int) -> bool:
+        return k < n and "a" <= part[k] <= "z"
+
+    def digit(k: int) -> bool:
+        return k < n and part[k].isdigit() and part[k].isascii()
+
+    reach = [False] * (n + 1)
+    reach[0] = True
+    for i in range(n + 1):
+        if not reach[i]:
+            continue
+        for start in ((i, i + 1) if up(i) else (i,)):  # [A-Z]?[a-z]{2,}
+            j = start
+            while low(j):
+                j += 1
+                if j - start >= 2:
+                    reach[j] = True
+        j = i + 1  # [A-Z]{2,6}(?![a-z])
+        while j <= i + 6 and up(j - 1):
+            if j - i >= 2 and not low(j):
+                reach[j] = True
+            j += 1
+        j = i  # \d+
+        while digit(j):
+            reach[j + 1] = True
+            j += 1
+    for i in range(n + 1):
+        if reach[i]:
+            j = i + (1 if up(i) else 0)  # [A-Z]?[a-z]? to the end (the longest way is enough)
+            j += 1 if low(j) else 0
+            if j == n:
+                return True
+    return False
+
+
 def looks_random(token: str) -> bool:
     """A key rather than a word, a path or a hash: mixed case, close to random (≥ 4.3 bits a character;
     40 random base64 characters have ~4.6, a CamelCase path ~4.2), and not made of words."""
     if not (any(c.islower() for c in token) and any(c.isupper() for c in token)):
         return False  # hex digests, SHAs, all-caps constants
-    if all(_WORDLIKE.fullmatch(part) for part in re.split(r"[/+]", token) if part):
+    if all(_wordlike(part) for part in re.split(r"[/+]", token) if part):
         return False  # src/Components/Header, ComponentsHeaderButton2
     counts: dict[str, int] = {}
     for c in token:
@@ -173,7 +220,7 @@ def _password_like(value: str) -> bool:
     word, a version, a path, a URL, a placeholder or a few hyphened words."""
     if len(value) < 6 or value.startswith(("[REDACTED", "[private", "/", "~", "./", "$", "<", "{", "%")):
         return False
-    if "://" in value or value.lower() in _WORDS or _VERSION.fullmatch(value) or _HYPHENED_WORDS.fullmatch(value):
+    if "://" in value or value.lower() in _WORDS or _VERSION_LINEAR.fullmatch(value) or _HYPHENED_WORDS.fullmatch(value):
         return False
     letters = sum(c.isalpha() for c in value)
     others = len(value) - letters
