@@ -25,6 +25,10 @@ pytestmark = pytest.mark.slow
 
 BUCKET = "memcli-test"
 
+# each replica: SINGLES single writes and BATCHES batches of 10 at once (bench/s3.py runs bigger ones)
+SINGLES, BATCHES = 20, 4
+TOTAL = 2 * (SINGLES + BATCHES * 10)
+
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
@@ -187,8 +191,8 @@ def test_two_replicas_write_concurrently_and_lose_nothing(replicas: list[ServerP
 
     threads = []
     for srv, tag in zip(replicas, "ab"):
-        threads.append(threading.Thread(target=singles, args=(srv, tag, 40)))
-        threads.append(threading.Thread(target=batches, args=(srv, tag, 6, 10)))
+        threads.append(threading.Thread(target=singles, args=(srv, tag, SINGLES)))
+        threads.append(threading.Thread(target=batches, args=(srv, tag, BATCHES, 10)))
     started = time.monotonic()
     for t in threads:
         t.start()
@@ -196,12 +200,12 @@ def test_two_replicas_write_concurrently_and_lose_nothing(replicas: list[ServerP
         t.join(300)
     elapsed = time.monotonic() - started
     assert not errors, errors
-    assert len(acked) == 200, f"{len(acked)} acknowledged in {elapsed:.1f}s"
+    assert len(acked) == TOTAL, f"{len(acked)} acknowledged in {elapsed:.1f}s"
     for srv in replicas:  # every acknowledged write, exactly once, from either replica
         with srv.client(timeout=60) as c:
             items = c.get("/api/memories", params={"namespace": ns, "limit": 1000}).json()
         ids = [it["memory_id"] for it in items]
-        assert len(ids) == len(set(ids)) == 200
+        assert len(ids) == len(set(ids)) == TOTAL
         assert {it["memory_id"]: it["content"] for it in items} == acked
     # the audit log (its own table on the store) kept every event of those concurrent writes too
     with replicas[1].client(timeout=60) as c:
