@@ -8,6 +8,7 @@ get no deltas and are rebuilt once 10% of the rows are outside them (searched ex
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -310,7 +311,7 @@ class IndexMaintenance:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def compact(self, *, blocking: bool = True, retries: int = 8) -> dict[str, Any]:
+    def compact(self, *, blocking: bool = True, retries: int = 14) -> dict[str, Any]:
         """Merge small fragments, fold new rows into the indexes, drop old versions. Retries conflicts."""
         before = self.fragment_count()
         with self._compact_lock(blocking) as owner:
@@ -353,7 +354,8 @@ class IndexMaintenance:
                 busy = "conflict" in text or "too many concurrent writers" in text
                 if not busy or attempt == retries - 1:
                     raise StoreError(f"compaction failed: {exc}") from exc
-                time.sleep(delay)
+                # jittered: writers that conflicted together must not retry in lockstep (~10 s in all)
+                time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 1.0)
 
     def size_bytes(self) -> int:
