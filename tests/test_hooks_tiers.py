@@ -125,6 +125,9 @@ def test_session_start_digest_has_the_same_tiers(service: MemoryService) -> None
     listed = _ids(text.split(INDEX_TITLE)[1])
     assert listed and not {i[-8:] for i in ids} & set(listed)  # index lines are the next ones, not repeats
     assert len(text) <= 1500 + 4 * 110 + 200
+    # a small digest budget (session_start_budget = 700) still shows memories in full, within it
+    small, small_ids = session_digest(service, project="atlas", budget=700, index_top_k=5, index_budget=110)
+    assert small and small_ids and len(small) <= 700 and "decision 0:" in small
 
 
 def test_hooks_settings_are_read_from_config(home: Path) -> None:

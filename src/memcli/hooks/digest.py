@@ -58,8 +58,10 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
     other_m: list[Memory] = [by_id[i] for _, _, i in other[:CANDIDATES] if i in by_id]
 
     index_chars = 4 * index_budget + 80 if index_top_k > 0 and index_budget > 0 else 0
-    overhead = len(HEADER) + 200 + index_chars
-    room = max(0, budget - overhead)
+    base_room = max(0, budget - len(HEADER) - 200)
+    # the index lines' room never takes more than a third of a small digest: memories in full come first
+    index_chars = min(index_chars, base_room // 3)
+    room = base_room - index_chars
     # this project gets up to 60% when there is something else to show; unused room flows to the rest
     mine_room = room if not other_m else int(room * 0.6)
     mine_lines, mine_ids, used = fill(mine_m, mine_room, now, max_chars=350)
@@ -68,7 +70,7 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
         return None, []
     shown = set(mine_ids) | set(other_ids)
     index, _ = index_lines([m for m in mine_m + other_m if m.id not in shown][:index_top_k],
-                                   index_budget, now) if index_chars else ([], [])
+                           min(index_budget, max(0, (index_chars - 80) // 4)), now) if index_chars else ([], [])
     while True:
         sections = []
         if mine_lines:
@@ -80,7 +82,9 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
         text = block("SessionStart", HEADER, sections, project=project)
         if len(text) <= budget or not (mine_lines or other_lines):
             break
-        if other_lines:
+        if index:  # over the budget: the index lines go before any memory in full
+            index.pop()
+        elif other_lines:
             other_lines.pop()
             other_ids.pop()
         else:
