@@ -8,6 +8,7 @@ import re
 import time
 import unicodedata
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from memcli.errors import ValidationError
@@ -379,3 +380,30 @@ class DuplicateCheck:
 
     def item(self) -> dict[str, Any]:
         return {"is_duplicate": self.is_duplicate, "similar": [h.item() for h in self.similar]}
+
+
+@dataclass
+class NewMemory:
+    """One memory to write (remember_many, batch API)."""
+
+    content: str
+    tags: Sequence[str] | None = None
+    scope: str | None = None
+    agent: str | None = None
+    importance: float = 0.5
+    key: str | None = None
+    ttl: str | int | None = None
+    metadata: dict[str, Any] | str | None = None
+    namespace: str | None = None
+    project: str | None = None
+    created_at: int | None = None
+    thread: str | None = None
+    keep_secrets: bool = False  # store the text as given: an explicit opt-out, noted in the audit log
+
+
+KEPT_SECRETS = "keep_secrets: stored as given, secrets not redacted"
+
+
+def write_note(keep_secrets: bool, note: str = "") -> str:
+    """The audit note of a write; a write that opted out of redaction says so."""
+    return "; ".join(n for n in (note, KEPT_SECRETS if keep_secrets else "") if n)

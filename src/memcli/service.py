@@ -7,13 +7,13 @@ It owns behaviour (validation, de-duplication, upserts, versions, hybrid recall)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memcli.audit import AuditEvent, clip, diff
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
-    DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, RecallHit, RememberResult, content_hash, new_id, now_ms,
+    DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, NewMemory, RecallHit, RememberResult, content_hash,
+    new_id, now_ms, write_note,
     normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
     validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
 )
@@ -29,33 +29,6 @@ if TYPE_CHECKING:
     from memcli.store import MemoryStore
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass
-class NewMemory:
-    """One memory to write (remember_many, batch API)."""
-
-    content: str
-    tags: Sequence[str] | None = None
-    scope: str | None = None
-    agent: str | None = None
-    importance: float = 0.5
-    key: str | None = None
-    ttl: str | int | None = None
-    metadata: dict[str, Any] | str | None = None
-    namespace: str | None = None
-    project: str | None = None
-    created_at: int | None = None
-    thread: str | None = None
-    keep_secrets: bool = False  # store the text as given: an explicit opt-out, noted in the audit log
-
-
-KEPT_SECRETS = "keep_secrets: stored as given, secrets not redacted"
-
-
-def _note(keep_secrets: bool, note: str = "") -> str:
-    """The audit note of a write; a write that opted out of redaction says so."""
-    return "; ".join(n for n in (note, KEPT_SECRETS if keep_secrets else "") if n)
 
 
 class MemoryService:
@@ -207,7 +180,7 @@ class MemoryService:
                 rows.append(memory_to_row(mems[i], vec, cvec))
             self.store.add(rows)
             self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
-                                    namespace=mems[i].namespace, version=1, note=_note(items[i].keep_secrets))
+                                    namespace=mems[i].namespace, version=1, note=write_note(items[i].keep_secrets))
                          for i in to_write])
         return [r for r in results if r is not None]
 
@@ -253,7 +226,7 @@ class MemoryService:
             raise VersionConflictError(f"memory {old.id} changed while it was being updated; try again")
         self._audit([AuditEvent(memory_id=old.id, action="update", actor=actor or self._actor(source),
                                 namespace=old.namespace, version=old.version + 1,
-                                note=_note(keep_secrets, f"key {new.key}"),
+                                note=write_note(keep_secrets, f"key {new.key}"),
                                 changes=diff(_fields(old), values))])
 
     def _vector_values(self, content: str, context: list[str]) -> dict[str, Any]:
@@ -411,7 +384,7 @@ class MemoryService:
             raise VersionConflictError(f"memory {mem.id} changed while it was being updated; read it and try again")
         self._audit([AuditEvent(memory_id=mem.id, action=action, actor=self._actor(source), namespace=mem.namespace,
                                 version=mem.version + 1, changes=diff(_fields(mem), values),
-                                note=_note(keep_secrets, note))])
+                                note=write_note(keep_secrets, note))])
         updated = self.store.get(mem.id)
         assert updated is not None
         return updated
@@ -502,7 +475,7 @@ class MemoryService:
             added += n
             if n:
                 self._audit([AuditEvent(memory_id=m.id, action="import", actor=self._actor("import"),
-                                        namespace=m.namespace, version=m.version, note=_note(keep_secrets))
+                                        namespace=m.namespace, version=m.version, note=write_note(keep_secrets))
                              for m, _ in chunk])
             if progress:
                 progress(min(start + batch, len(todo)), len(todo))
