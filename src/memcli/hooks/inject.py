@@ -3,7 +3,8 @@
 Recall is hybrid (vector + keyword, rank-fused). Its ``score`` is a rank-fused value: the best hit of a
 question about nothing in the store still scores high. So the hook gates on absolute signals instead — how far
 the memory's cosine stands out from the prompt's other neighbours, and how much of the prompt's keywords it
-holds — mapped to a 0..1 *relevance* and compared with ``hooks.min_score`` (default 0.55). See the
+holds — mapped to a 0..1 *relevance*: from ``hooks.min_score`` (default 0.90) a memory goes in full; when the
+prompt's best candidate reaches ``hooks.index_min_score`` (0.30), the next ones go in as index lines. See the
 measurements below.
 """
 
