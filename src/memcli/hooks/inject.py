@@ -143,9 +143,9 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
     if index_min is not None and index_top_k > 0 and index_budget > 0 and scored \
             and max(s.relevance for s in scored) >= index_min:
         # the prompt is about something the store holds: its best recalled memories (recall's own order,
-        # which finds the answer more often than the relevance gate ranks it) go in as index lines; a memory with
-        # no evidence at all (relevance 0) is left out: on agentfacts that drops a third of the index lines of
-        # answerable prompts for 0.5–1 point of reach (bench/agentfacts.py --gate --dump)
+        # which finds the answer more often than the relevance gate ranks it) go in as index lines; a memory
+        # with no evidence at all (relevance 0) is left out: on agentfacts that drops a sixth to a third of the
+        # index lines of answerable prompts for 0.5–1 point of reach (bench/agentfacts.py --gate --dump)
         rest = [s.hit.memory for s in sorted(scored, key=lambda s: -s.hit.score)
                 if s.hit.memory.id not in ids and s.relevance > 0]
         lines, listed = index_lines(rest[:index_top_k], index_budget, now)
