@@ -239,9 +239,10 @@ class MemoryService:
                agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
-               min_score: float = 0.0, include_archived: bool = False) -> list[RecallHit]:
+               min_score: float = 0.0, include_archived: bool = False, words: bool = True) -> list[RecallHit]:
         """Hybrid recall: the memories most relevant to ``query``, filtered before top-k (superseded and
-        archived memories only with ``include_archived``)."""
+        archived memories only with ``include_archived``). With ``explain``, ``words`` also names the query
+        words each keyword hit holds (for people; the hooks read only the signals and skip it)."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("the query is empty: say what to recall")
         query = query.strip()[:4000]
@@ -292,7 +293,7 @@ class MemoryService:
             for k in gone:  # expired or written elsewhere since the checks: the next candidate takes its place
                 rel.pop(k)
         hits = rank(rel, {k: rows[k] for k in keys}, calibrate=self.calibration, opts=self.search, now=now,
-                    project=proj, top_k=top_k, explain=explain, query=query)
+                    project=proj, top_k=top_k, explain=explain, query=query if words else None)
         return [h for h in hits if h.score >= min_score]
 
     def check_duplicate(self, content: str, *, namespace: str | None = None,

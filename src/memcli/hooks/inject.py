@@ -121,7 +121,7 @@ def candidates(service: "MemoryService", prompt: str, *, project: str | None, to
         return []
     query = hook_query(text)
     hits = service.recall(query, top_k=max(3 * top_k, 12, top_k + index_top_k), project=project,
-                          project_only=project_only, explain=True)
+                          project_only=project_only, explain=True, words=False)
     scored = [s for s in score_hits(service, query, hits, project=project, project_only=project_only)
               if s.hit.memory.id not in exclude]
     scored.sort(key=lambda s: (-s.relevance, -s.hit.score))
