@@ -66,7 +66,7 @@ def read_file(path: str) -> bytes | None:
         return None
 
 
-def _read_server_json(home: str) -> dict[str, int]:
+def read_server_json(home: str) -> dict[str, int]:
     """``port`` and ``pid`` from ``<home>/server.json`` (written by this home's running server)."""
     data_b = read_file(os.path.join(home, "server.json"))
     if not data_b:
@@ -206,7 +206,7 @@ class Settings:
         if self.token_from_home or not self.token:
             self.token = token or self.token
             self.token_from_home = True
-        sj = _read_server_json(self.home)
+        sj = read_server_json(self.home)
         alive = bool(sj) and pid_alive(sj.get("pid"))
         self.port = sj.get("port") if alive else None
         self.pid = sj.get("pid") if alive else None
