@@ -120,8 +120,10 @@ def test_the_lean_route_answers_plain_reads_and_writes(served: ServerProc, tmp_p
     assert route(env, "recall", "billing", "--since", "2d", "--json") == "full"
     assert route(env, "remember", "with metadata", "--metadata", '{"a": 1}', "--json") == "full"
     assert route(env, "forget", "0190ffff", "0190fffe", "--json") == "full"
-    # a token of its own: the full client, which finds the server cannot prove it knows that token
+    # a wrong token of its own: refused by the server, then by the full client's proof: the typer app's answer
     assert route({**env, "MEMCLI_TOKEN": "x" * 20}, "recall", "billing", "--json") == "none"
+    token = json.loads((served.home / "auth.json").read_text())["token"]
+    assert route({**env, "MEMCLI_TOKEN": token}, "recall", "billing", "--json") == "lean"
     # a setting the config refuses: the typer app's error, whichever route would have answered
     assert route({**env, "MEMCLI_EMBED_DIMS": "many"}, "recall", "billing", "--json") == "none"
     p = cli({**env, "MEMCLI_EMBED_DIMS": "many"}, "recall", "billing", "--json")

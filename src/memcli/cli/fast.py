@@ -264,8 +264,8 @@ def _note_config(home: Any) -> None:
         own = load_config(home, env={})  # the file's values alone: the lean route applies the environment
     except MemcliError:  # only a note: the command itself read the file with the environment's values
         return
-    lean.note_config(str(home), fingerprint, own.namespace, own.agent,
-                     plain=not own.api_url and not own.server.token)
+    lean.note_config(str(home), fingerprint, own.namespace, own.agent, own.server.token or None,
+                     plain=not own.api_url)
 
 
 def main() -> None:

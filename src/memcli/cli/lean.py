@@ -48,7 +48,7 @@ CONFIG_ENV: dict[str, Any] = {
     "MEMCLI_STORAGE_URI": None, "MEMCLI_STORE_URI": None, "MEMCLI_SINGLE_WRITER": lambda v: True,
     "MEMCLI_AUTOSTART": lambda v: True, "MEMCLI_EMBEDDER": lambda v: v in ("local", "openai", "jina", "hash"),
     "MEMCLI_EMBED_BASE_URL": lambda v: True, "MEMCLI_EMBED_MODEL": lambda v: True, "MEMCLI_EMBED_DIMS": _int,
-    "MEMCLI_EMBED_API_KEY": lambda v: True, "MEMCLI_PORT": _int, "MEMCLI_TOKEN": None, "MEMCLI_API_URL": None,
+    "MEMCLI_EMBED_API_KEY": lambda v: True, "MEMCLI_PORT": _int, "MEMCLI_TOKEN": lambda v: True, "MEMCLI_API_URL": None,
     "MEMCLI_API_TOKEN": lambda v: True, "MEMCLI_RATE_LIMIT": None, "MEMCLI_RATE_BURST": None,
     "MEMCLI_IP_RATE_LIMIT": None, "MEMCLI_IP_RATE_BURST": None,
 }
@@ -74,23 +74,25 @@ def config_fingerprint(path: str) -> str | None:
     return f"{st.st_mtime_ns} {st.st_size}"
 
 
-def note_config(home: str, fingerprint: str, namespace: str, agent: str | None, plain: bool) -> None:
-    """Called by the full client after config.toml was read and validated (``plain``: no team server and no
-    token of its own). Never raises: the note only saves time."""
+def note_config(home: str, fingerprint: str, namespace: str, agent: str | None, token: str | None,
+                plain: bool) -> None:
+    """Called by the full client after config.toml was read and validated (``plain``: no team server; ``token``:
+    the file's own [server] token). Never raises: the note only saves time."""
     try:
         path = os.path.join(home, *CONFIG_NOTE)
         os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"fingerprint": fingerprint, "namespace": namespace, "agent": agent, "plain": plain}, fh)
+            json.dump({"fingerprint": fingerprint, "namespace": namespace, "agent": agent, "token": token,
+                       "plain": plain}, fh)
         os.replace(tmp, path)
     except OSError:
         pass
 
 
 def _file_config(home: str) -> dict[str, Any] | None:
-    """{"namespace", "agent"} from config.toml as the full client validated it; {} without a file; None when
-    the file changed since (or is not plain)."""
+    """{"namespace", "agent", "token"} from config.toml as the full client validated it; {} without a file;
+    None when the file changed since (or is not plain)."""
     fp = config_fingerprint(os.path.join(home, "config.toml"))
     if fp is None:
         return {}
@@ -101,7 +103,7 @@ def _file_config(home: str) -> dict[str, Any] | None:
         return None
     if not isinstance(note, dict) or note.get("fingerprint") != fp or note.get("plain") is not True:
         return None
-    return {"namespace": note.get("namespace"), "agent": note.get("agent")}
+    return {"namespace": note.get("namespace"), "agent": note.get("agent"), "token": note.get("token")}
 
 
 def _plain_name(value: Any) -> bool:
@@ -187,8 +189,11 @@ def route(home_arg: str | None, namespace: str | None) -> Route | None:
     mark = transport.read_file(os.path.join(home, *VERIFIED))
     if mark != f"{port} {pid}".encode():
         return None  # not proven yet: the full client proves it (and notes it)
-    home_id, token = transport.read_auth(home)
-    if not token:
+    home_id, home_token = transport.read_auth(home)
+    # memcli.remote.RemoteService.for_home: a token of its own (MEMCLI_TOKEN, [server] token) before the home's;
+    # any of them may go to this server: it proved it is this home's (a wrong one is refused like the full client's)
+    token = env.get("MEMCLI_TOKEN") or cfg.get("token") or home_token
+    if not token or not isinstance(token, str):
         return None
     return Route(home, port, token, home_id, ns, agent, detect_project(os.getcwd()))
 
