@@ -76,6 +76,9 @@ def test_compose_tiers_and_budget(service: MemoryService) -> None:
     only_index = compose(scored[2:], project=None, budget=3000, top_k=5, min_relevance=0.55, index_min=0.30,
                          index_top_k=2, index_budget=200)
     assert only_index[1] == [] and len(only_index[2]) == 2 and "notes that may relate" in only_index[0]
+    # an index-only block says how to open a line in its one header line (no second title line)
+    assert "memcli get <id>" in only_index[0] and INDEX_TITLE not in only_index[0]
+    assert len(only_index[0].splitlines()) == 3 + 2  # the tags, the header line, two index lines
 
 
 def test_a_1000_memory_store_and_the_index_id_opens_through_cli_and_mcp(

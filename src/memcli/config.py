@@ -54,8 +54,8 @@ class HooksConfig:
     # in as one index line each (id, the memory's start, age, author): up to index_top_k lines within
     # index_budget tokens (chosen with bench/agentfacts.py --gate; bench/README.md)
     index_min_score: float = 0.30
-    index_top_k: int = 3
-    index_budget: int = 110
+    index_top_k: int = 4
+    index_budget: int = 120
     capture_subagents: bool = False
     project_only: bool = False
     deadline_ms: int = 1500
