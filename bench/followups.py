@@ -15,13 +15,15 @@ applies ``hook_query`` to it), then ``inject.compose`` with the configured ``[ho
 - ``prompt``: the prompt alone (the hook today);
 - ``prev_prompt``: the previous prompt, then the prompt;
 - ``prev_exchange``: the previous prompt, the first sentence of the agent's reply, then the prompt;
-- ``prompt_first_prev_short``: the prompt, then the previous prompt clipped to 200 characters.
+- ``prompt_first_prev_short``: the prompt, then the previous prompt clipped to 200 characters;
 
 Per variant and kind: ``top5`` = a relevant memory among the hook's 5 best recalled (recall's score); ``reach`` =
 a relevant memory in the block (full text or index line); ``full`` = in full text. Off-topic: agentfacts' off-topic
 prompts, each after the exchange of a follow-up item drawn at random (seeded) — a variant must not make them inject
 more: the share that injects full text, anything, and the mean tokens injected (``condense.estimate_tokens`` of the
-block, 0 when none). ``p50 ms``: median time of ``candidates`` (in-process).
+block, 0 when none). ``p50 ms``: median time of ``candidates`` (in-process). Then the whole exchange, as a session
+runs it: the previous prompt gets its own block first (it names the subject, so it often shows the memory
+already), then the follow-up's with each variant — the share of items whose memory reached the model in either.
 """
 
 from __future__ import annotations
@@ -104,10 +106,13 @@ def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
 
         per: dict[str, Any] = {}
         for name, make in VARIANTS.items():
+            def go(it: dict[str, Any]) -> tuple[list[Any], tuple[str | None, list[str], list[str]], float]:
+                return run(svc, h, make(it))
+
             rows: dict[str, list[tuple[bool, bool, bool]]] = {k: [] for k in (*KINDS, "all")}
             lat = []
             for it in answerable:
-                sc, (_, ids, listed), ms = run(svc, h, make(it))
+                sc, (_, ids, listed), ms = go(it)
                 lat.append(ms)
                 gold = set(it["relevant"])
                 top5 = bool({af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: -s.hit.score)[:5]} & gold)
@@ -118,7 +123,7 @@ def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
             off_full = off_any = 0
             tokens = []
             for o, prev in offtopic:
-                _, (text, ids, listed), ms = run(svc, h, make({**prev, "prompt": o["prompt"]}))
+                _, (text, ids, listed), ms = go({**prev, "prompt": o["prompt"]})
                 lat.append(ms)
                 off_full += bool(ids)
                 off_any += bool(ids or listed)
@@ -130,10 +135,41 @@ def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
                 "offtopic": {"n": len(offtopic), "full": off_full / noff, "any": off_any / noff,
                              "tokens": statistics.mean(tokens) if tokens else 0.0},
                 "p50_ms": statistics.median(lat) if lat else 0.0}
+        per["exchange"] = exchange(svc, h, answerable, af_of)
         svc.close()
         results[str(size)] = per
         print_table(size, per, len(items))
+        print("  in the whole exchange (the previous prompt's own block, then the follow-up's), reach:")
+        for name, ex in per["exchange"].items():
+            print(f"    {name:<24}" + "  ".join(f"{k} {ex[k]:.0%}" for k in (*KINDS, "all") if ex[k] is not None))
     return results
+
+
+def exchange(svc: Any, h: Any, answerable: list[dict[str, Any]], af_of: dict[str, str]) -> dict[str, Any]:
+    """Reach over the whole exchange, as a session runs it: the previous prompt gets its own block first (it
+    names the subject, and may show the memory already; what it shows in full is not shown again), then the
+    follow-up's block, searched with each variant's text."""
+    from memcli.hooks.inject import candidates, compose
+
+    def block(text: str, exclude: set[str]) -> tuple[set[str], list[str]]:
+        sc = candidates(svc, text, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k, exclude=exclude)
+        _, ids, listed = compose(sc, project=None, budget=h.prompt_budget, top_k=h.prompt_top_k,
+                                 min_relevance=h.min_score, index_min=h.index_min_score, index_top_k=h.index_top_k,
+                                 index_budget=h.index_budget)
+        return {af_of.get(i) for i in ids + listed}, ids
+
+    out: dict[str, Any] = {}
+    firsts = {it["id"]: block(it["previous_prompt"], set()) for it in answerable}
+    for name, make in VARIANTS.items():
+        hits: dict[str, list[bool]] = {k: [] for k in (*KINDS, "all")}
+        for it in answerable:
+            first, full = firsts[it["id"]]
+            second, _ = block(make(it), set(full))
+            got = bool((first | second) & set(it["relevant"]))
+            hits[it["kind"]].append(got)
+            hits["all"].append(got)
+        out[name] = {k: (sum(v) / len(v) if v else None) for k, v in hits.items()}
+    return out
 
 
 def _share(rows: list[tuple[bool, bool, bool]], i: int) -> float | None:
@@ -141,6 +177,7 @@ def _share(rows: list[tuple[bool, bool, bool]], i: int) -> float | None:
 
 
 def print_table(size: int, per: dict[str, Any], total: int) -> None:
+    per = {k: v for k, v in per.items() if k != "exchange"}
     first = next(iter(per.values()))
     counts = ", ".join(f"{first[k]['n']} {k}" for k in KINDS)
     print(f"\n{size:,} memories: {first['all']['n']} of {total} follow-ups answerable ({counts}); "
