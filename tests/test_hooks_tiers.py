@@ -112,10 +112,14 @@ def test_the_query_of_a_long_noisy_prompt_is_its_question_and_identifiers() -> N
               "django.db.utils.OperationalError: could not connect to server: Connection refused\n"
               '    Is the server running on host "localhost" (127.0.0.1) and accepting connections on port 5433?\n\n'
               "which port does the billing postgres listen on locally? I thought it was 5432.")
+    prompt = prompt.replace("Traceback (most recent call last):\n", "Traceback (most recent call last):\n" + "    (a frame of the stack, left out here)\n" * 6)  # a long paste: over SHORT characters, the prompt is searched by its question
+    assert len(prompt) > 600
     q = hook_query(prompt)
     assert "which port does the billing postgres listen on locally?" in q
     assert "5433" in q and "Traceback" not in q and 'File "manage.py"' not in q and len(q) < len(prompt)
     assert hook_query("short prompt about ports") == "short prompt about ports"
+    medium = "the migrate job failed during deploy:\n\n  Applying payments.0031... " + "x " * 150 + "\nwhy so short?"
+    assert len(medium) < 600 and hook_query(medium) == medium.strip()  # a few hundred characters: as it is
 
 
 def test_session_start_digest_has_the_same_tiers(service: MemoryService) -> None:

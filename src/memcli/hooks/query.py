@@ -1,8 +1,8 @@
 """What the prompt hook searches for: the prompt as the answer would be phrased.
 
 A prompt is often long and noisy — pasted code, a stack trace, a log, instructions — while the memory that
-answers it is a sentence or two. Searching with the whole prompt lets the noise decide; a short prompt is
-searched as it is. A long one is searched by what carries the question: its question sentences (ending in
+answers it is a sentence or two. Searching with the whole of a very long prompt lets the noise decide; a prompt
+of up to SHORT characters is searched as it is. A longer one is searched by what carries the question: its question sentences (ending in
 "?"/"？", or asking with what/why/how/which… or 吗/什么/怎么/为什么/哪…), its first and last lines of prose, and
 the identifiers it names (error codes, paths, flags, dotted names) — code and log lines left out. Measured
 with ``python bench/agentfacts.py --gate`` and the long prompts of ``bench/data/sessions`` (bench/README.md).
@@ -15,7 +15,11 @@ import re
 from memcli.hooks.text import clip
 from memcli.textnorm import query_identifiers
 
-SHORT = 280  # characters: a prompt this short is the query as it is
+# characters: a prompt this short is the query as it is. The pasted lines of a prompt of a few hundred characters
+# are often what the answering memory shares (the error, the setting): on the 37 long later questions of
+# bench/data/sessions (225–549 characters) the whole prompt found the answer for 29, the question sentences and
+# identifiers for 22 (bench/README.md); it costs ~75 ms more to embed (128 tokens instead of 66, p50)
+SHORT = 600
 MAX_QUERY = 600
 _SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _QUESTION_EN = re.compile(r"^\s*(?:what|why|how|which|where|when|who|whose|is|are|was|were|do|does|did|can|could|"
