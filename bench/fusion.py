@@ -19,7 +19,6 @@ import argparse
 import json
 import math
 import pickle
-import re
 import sys
 import time
 from collections import Counter, defaultdict

@@ -426,9 +426,9 @@ def main() -> None:
         results[f"capture_{name}"] = f
         print_capture(name, f)
     fa = results["capture_all"]
-    print(f"  junk by skip kind:    " + ", ".join(f"{k} {fa['junk_by_kind'].get(k, 0)}/{v}"
+    print("  junk by skip kind:    " + ", ".join(f"{k} {fa['junk_by_kind'].get(k, 0)}/{v}"
                                                    for k, v in sorted(fa["skip_by_kind"].items())))
-    print(f"  keep missed by kind:  " + ", ".join(f"{k} {fa['missed_by_kind'].get(k, 0)}/{v}"
+    print("  keep missed by kind:  " + ", ".join(f"{k} {fa['missed_by_kind'].get(k, 0)}/{v}"
                                                    for k, v in sorted(fa["keep_by_kind"].items())))
     other = Counter(v for v in decided.values() if v not in ("stored", "skipped") and not v.startswith("duplicate:"))
     if other:

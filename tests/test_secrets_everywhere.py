@@ -30,7 +30,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
+from _memcli_server import MEMCLI, hash_env, start_server
 from test_hooks_e2e import kill_spawned, serve, wait_for
 
 pytestmark = pytest.mark.slow
