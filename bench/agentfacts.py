@@ -193,24 +193,29 @@ def gate_store(size: int, data: dict[str, Any]) -> tuple[Path, dict[str, str]]:
     return home, af_of
 
 
+def gate_service(size: int, data: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
+    """The cached store of ``size`` memories opened as the hook's server opens it: (service, its ``[hooks]``
+    settings, memcli id -> agentfacts id)."""
+    from memcli.config import load_config
+    from memcli.service import MemoryService
+
+    home, af_of = gate_store(size, data)
+    cfg = load_config(home, env={"MEMCLI_EMBEDDER": "local", "MEMCLI_NAMESPACE": NS})
+    return MemoryService.open(cfg), cfg.hooks, af_of
+
+
 def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict[str, Any]:
     """The prompt hook at each store size, as it runs: its candidates (``inject.candidates``: the hook's query,
     recall, relevance) composed into the block (``inject.compose``: full text, then index lines) with the
     configured ``[hooks]`` settings; ``sweep`` also tries other index settings on the same candidates."""
     from memcli.condense import estimate_tokens
-    from memcli.config import load_config
     from memcli.hooks.inject import candidates, compose, score_hits
 
     data = load()
     results: dict[str, Any] = {}
     signals: dict[str, Any] = {}
     for size in sizes:
-        home, af_of = gate_store(size, data)
-        cfg = load_config(home, env={"MEMCLI_EMBEDDER": "local", "MEMCLI_NAMESPACE": NS})
-        h = cfg.hooks
-        from memcli.service import MemoryService
-
-        svc = MemoryService.open(cfg)
+        svc, h, af_of = gate_service(size, data)
         present = set(af_of.values())
         answerable = [q for q in data["questions"] if set(q["relevant"]) & present]
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agentfacts import NS, gate_store
+from agentfacts import gate_service
 from agentfacts import load as load_agentfacts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,8 +86,6 @@ def run(svc: Any, h: Any, text: str) -> tuple[list[Any], tuple[str | None, list[
 
 def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
     from memcli.condense import estimate_tokens
-    from memcli.config import load_config
-    from memcli.service import MemoryService
 
     af = load_agentfacts()
     items = load()["items"]
@@ -97,22 +95,17 @@ def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
         items, offtopic = items[:limit], offtopic[:limit]
     results: dict[str, Any] = {}
     for size in sizes:
-        home, af_of = gate_store(size, af)
-        cfg = load_config(home, env={"MEMCLI_EMBEDDER": "local", "MEMCLI_NAMESPACE": NS})
-        h = cfg.hooks
-        svc = MemoryService.open(cfg)
+        svc, h, af_of = gate_service(size, af)
         present = set(af_of.values())
         answerable = [it for it in items if set(it["relevant"]) & present]
 
         per: dict[str, Any] = {}
         for name, make in VARIANTS.items():
-            def go(it: dict[str, Any]) -> tuple[list[Any], tuple[str | None, list[str], list[str]], float]:
-                return run(svc, h, make(it))
 
             rows: dict[str, list[tuple[bool, bool, bool]]] = {k: [] for k in (*KINDS, "all")}
             lat = []
             for it in answerable:
-                sc, (_, ids, listed), ms = go(it)
+                sc, (_, ids, listed), ms = run(svc, h, make(it))
                 lat.append(ms)
                 gold = set(it["relevant"])
                 top5 = bool({af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: -s.hit.score)[:5]} & gold)
@@ -123,7 +116,7 @@ def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
             off_full = off_any = 0
             tokens = []
             for o, prev in offtopic:
-                _, (text, ids, listed), ms = go({**prev, "prompt": o["prompt"]})
+                _, (text, ids, listed), ms = run(svc, h, make({**prev, "prompt": o["prompt"]}))
                 lat.append(ms)
                 off_full += bool(ids)
                 off_any += bool(ids or listed)

@@ -6,9 +6,9 @@ config it has not seen validated, a team server, a server that has not proven it
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,17 +17,9 @@ import pytest
 
 from _memcli_server import MEMCLI, ServerProc, start_server
 from memcli.cli import fast, lean
+from test_cli_server_writes import _env, cli
 
 pytestmark = pytest.mark.slow
-
-
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
-    return {**env, "MEMCLI_HOME": str(home), "MEMCLI_EMBEDDER": "hash", "MEMCLI_AUTOSTART": "0", **extra}
-
-
-def cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MEMCLI, *args], env=env, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def both(env: dict[str, str], *args: str, cwd: Path | None = None) -> tuple[Any, Any]:
@@ -63,6 +55,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
                         ("The old VPN host was retired", ("--ttl", "1s"))):
         p = cli({**env, "MEMCLI_FAST": "0"}, "remember", text, *extra, "--json")
         assert p.returncode == 0, p.stdout + p.stderr
+    time.sleep(1.5)  # the 1 s memory has expired for both routes of every comparison
     yield srv
     srv.stop()
 

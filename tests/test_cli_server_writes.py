@@ -40,8 +40,10 @@ def _foreign(home: Path) -> dict[str, str]:
     return _env(home, MEMCLI_EMBEDDER="jina", MEMCLI_EMBED_API_KEY="not-used")
 
 
-def cli(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MEMCLI, *args], env=env, capture_output=True, text=True, timeout=120, input=stdin)
+def cli(env: dict[str, str], *args: str, stdin: str | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MEMCLI, *args], env=env, capture_output=True, text=True, timeout=120, input=stdin,
+                          cwd=cwd)
 
 
 def ok(env: dict[str, str], *args: str) -> Any:

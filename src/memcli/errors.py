@@ -102,6 +102,13 @@ class UnreachableError(MemcliError):
     code = "unreachable"
     http_status = 502
 
+    @classmethod
+    def change_unanswered(cls, verb: str, detail: str) -> "UnreachableError":
+        """A change sent to this home's server that got no answer: it may or may not have been made (the CLI
+        does not make it a second time in-process)."""
+        return cls(f"this home's server stopped answering during `{verb}` ({detail}); the change may or may not "
+                   "have been made: check with `memcli list` or `memcli get ID`")
+
 
 _SOURCE_LOCATION = re.compile(r",?\s*(?:[A-Za-z]:)?[/\\][^\s,;:'\"]+\.(?:rs|py|c|cc|cpp|h):\d+(?::\d+)?")
 _ABS_PATH = re.compile(r"(?<![\w.:/])(?:/[\w.@+\-]+){2,}/?")

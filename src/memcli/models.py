@@ -7,8 +7,8 @@ import os
 import re
 import time
 import unicodedata
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memcli.errors import ValidationError

@@ -13,9 +13,9 @@ from memcli.audit import AuditEvent, clip, diff
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.models import (
     DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, NewMemory, RecallHit, RememberResult, content_hash,
-    new_id, now_ms, write_note,
-    normalise_scope, parse_duration_ms, validate_content, validate_importance, validate_key, validate_metadata,
-    validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
+    new_id, normalise_scope, now_ms, parse_duration_ms, validate_content, validate_importance, validate_key,
+    validate_metadata, validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
+    write_note,
 )
 from memcli.records import embed_memories, not_in_namespace, record_to_memory, redact_memory, reusable_vector
 from memcli.redact import redact, redact_value

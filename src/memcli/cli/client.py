@@ -38,9 +38,7 @@ class Client:
                 if exc.sent and method in CHANGES:
                     from memcli.errors import UnreachableError
 
-                    raise UnreachableError(
-                        f"this home's server stopped answering during `{method.split('_')[0]}` ({exc}); the change "
-                        "may or may not have been made: check with `memcli list` or `memcli get ID`") from None
+                    raise UnreachableError.change_unanswered(method.split("_")[0], str(exc)) from None
                 self.remote = None  # and for the rest of this process
         return getattr(self.open_local(), method)(*args, **kwargs)
 

@@ -175,14 +175,10 @@ def use_json(ctx: typer.Context, flag: bool) -> State:
 
     `MEMCLI_JSON=1` forces JSON; `MEMCLI_JSON=0` forces human output even when piped (e.g. into `less`).
     """
+    from memcli.cli.lean import json_wanted
+
     st = state(ctx)
-    forced = os.environ.get("MEMCLI_JSON")
-    if flag or forced == "1":
-        st.json = True
-    elif forced == "0":
-        st.json = False
-    else:
-        st.json = not sys.stdout.isatty()
+    st.json = json_wanted(flag)
     return st
 
 

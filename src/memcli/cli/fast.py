@@ -120,7 +120,7 @@ def parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any], list[str]] 
             value, j = rest[j], j + 1
         else:
             return None  # a missing value: click's usage error
-        if value.startswith("-") and value != "-" and not _number(value):
+        if value.startswith("-") and value != "-" and not _negative_number(value):
             return None  # click would take it as the value; so rare that the typer app may decide
         try:
             converted = conv(value)
@@ -135,22 +135,10 @@ def parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any], list[str]] 
     return home, command, opts, args
 
 
-def _number(value: str) -> bool:
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
+def _negative_number(value: str) -> bool:
+    from memcli.cli import lean
 
-
-def _json_wanted(flag: bool) -> bool:
-    """The same choice as :func:`memcli.cli.context.use_json`: --json, MEMCLI_JSON, or stdout not a terminal."""
-    forced = os.environ.get("MEMCLI_JSON")
-    if flag or forced == "1":
-        return True
-    if forced == "0":
-        return False
-    return not sys.stdout.isatty()
+    return lean.converts(float, value)
 
 
 def _call(client: Any, command: str, o: dict[str, Any], args: list[str]) -> Any:
@@ -195,10 +183,10 @@ def run(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     home, command, opts, args = parsed
-    json_mode = _json_wanted(opts.get("json_", False))
-    if not json_mode:
-        return None  # rich tables: the typer app's rendering layer
     from memcli.cli import lean
+
+    if not lean.json_wanted(opts.get("json_", False)):
+        return None  # rich tables: the typer app's rendering layer
 
     r = lean.route(home, opts.get("namespace"))
     if r is not None:
@@ -258,8 +246,8 @@ def _note_config(home: Any) -> None:
 
     path = config_path(home)
     fingerprint = lean.config_fingerprint(str(path))
-    if fingerprint is None:
-        return
+    if fingerprint is None or lean.current_note(str(home), fingerprint) is not None:
+        return  # no file, or noted as it is: not read a second time
     try:
         own = load_config(home, env={})  # the file's values alone: the lean route applies the environment
     except MemcliError:  # only a note: the command itself read the file with the environment's values

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 TYPE_CHECKING = False  # typing costs ~5 ms of a process that lives ~60 ms
@@ -32,12 +33,17 @@ CONFIG_NOTE = ("hooks-state", "cli-config")  # what the full client found valid 
 VERIFIED = ("hooks-state", "verified")  # as memcli.remote.VERIFIED
 
 
-def _int(value: str) -> bool:
+def converts(conv: Any, value: str) -> bool:
+    """Does ``conv(value)`` succeed (int, float…)?"""
     try:
-        int(value)
+        conv(value)
     except ValueError:
         return False
     return True
+
+
+def _int(value: str) -> bool:
+    return converts(int, value)
 
 
 # The variables memcli.config.load_config reads (its _ENV_MAP), and which values of them it accepts without a
@@ -66,6 +72,17 @@ class Failed(Exception):
         self.message, self.code = message, code
 
 
+def json_wanted(flag: bool) -> bool:
+    """Whether a command prints JSON: `--json` (``flag``), `MEMCLI_JSON=1`/`0`, else when stdout is not a
+    terminal (the typer app's :func:`memcli.cli.context.use_json` too)."""
+    forced = os.environ.get("MEMCLI_JSON")
+    if flag or forced == "1":
+        return True
+    if forced == "0":
+        return False
+    return not sys.stdout.isatty()
+
+
 def config_fingerprint(path: str) -> str | None:
     try:
         st = os.stat(path)
@@ -90,18 +107,24 @@ def note_config(home: str, fingerprint: str, namespace: str, agent: str | None, 
         pass
 
 
+def current_note(home: str, fingerprint: str) -> dict[str, Any] | None:
+    """The full client's note of config.toml when it is of the file as it is now (``fingerprint``), else None."""
+    raw = transport.read_file(os.path.join(home, *CONFIG_NOTE))
+    try:
+        note = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return note if isinstance(note, dict) and note.get("fingerprint") == fingerprint else None
+
+
 def _file_config(home: str) -> dict[str, Any] | None:
     """{"namespace", "agent", "token"} from config.toml as the full client validated it; {} without a file;
     None when the file changed since (or is not plain)."""
     fp = config_fingerprint(os.path.join(home, "config.toml"))
     if fp is None:
         return {}
-    raw = transport.read_file(os.path.join(home, *CONFIG_NOTE))
-    try:
-        note = json.loads(raw) if raw else None
-    except ValueError:
-        return None
-    if not isinstance(note, dict) or note.get("fingerprint") != fp or note.get("plain") is not True:
+    note = current_note(home, fp)
+    if note is None or note.get("plain") is not True:
         return None
     return {"namespace": note.get("namespace"), "agent": note.get("agent"), "token": note.get("token")}
 
@@ -146,9 +169,11 @@ class Route:
         except (OSError, transport.Timeout) as exc:
             if method == "GET":
                 return None
-            raise Failed(f"this home's server stopped answering during `{_VERB.get(method, method)}` "
-                         f"({method} {target.split('?')[0]}: {type(exc).__name__}: {exc}); the change may or may "
-                         "not have been made: check with `memcli list` or `memcli get ID`", "unreachable") from None
+            from memcli.errors import UnreachableError
+
+            err = UnreachableError.change_unanswered(
+                _VERB.get(method, method), f"{method} {target.split('?')[0]}: {type(exc).__name__}: {exc}")
+            raise Failed(err.message, err.code) from None
         try:
             payload = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, ValueError):

@@ -2,9 +2,10 @@
 
 A prompt is often long and noisy — pasted code, a stack trace, a log, instructions — while the memory that
 answers it is a sentence or two. Searching with the whole of a very long prompt lets the noise decide; a prompt
-of up to SHORT characters is searched as it is. A longer one is searched by what carries the question: its question sentences (ending in
-"?"/"？", or asking with what/why/how/which… or 吗/什么/怎么/为什么/哪…), its first and last lines of prose, and
-the identifiers it names (error codes, paths, flags, dotted names) — code and log lines left out. Measured
+of up to SHORT characters is searched as it is. A longer one is searched by what carries the question: its
+question sentences (ending in "?"/"？", or asking with what/why/how/which… or 吗/什么/怎么/为什么/哪…), its
+first and last lines of prose, and the identifiers it names (error codes, paths, flags, dotted names) — code and
+log lines left out. Measured
 with ``python bench/agentfacts.py --gate`` and the long prompts of ``bench/data/sessions`` (bench/README.md).
 """
 
