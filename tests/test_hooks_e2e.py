@@ -542,3 +542,21 @@ def test_hooks_send_the_servers_token(home: Path, tmp_path: Path) -> None:
         srv.stop()
         kill_spawned(home)
         kill_spawned(home)  # the refused hook started a server of its own (with its token)
+
+
+def test_a_pasted_log_of_a_few_hundred_characters_is_searched_whole_through_the_launcher(
+        seeded: tuple[Served, Path, Path], tmp_path: Path) -> None:
+    """The lines a developer pastes often name what the memory holds while the question does not: a prompt of up
+    to 600 characters is the query as it is (through `hooks/run.sh`, as Claude Code runs the hook)."""
+    srv, _, beta = seeded
+    root = Path(__file__).resolve().parents[1]
+    log = "\n".join(f"    2025-05-0{i} 10:0{i}:00 WARN beta-api redis cache miss for session tokens, refetching"
+                    for i in range(1, 6))
+    prompt = f"is this expected?\n\n{log}\n\nit keeps happening since the deploy."
+    assert 280 < len(prompt) < 600
+    env = {**srv.env, "CLAUDE_PLUGIN_DATA": str(tmp_path / "plugin-data"), "MEMCLI_PYTHON": sys.executable}
+    p = subprocess.run(["sh", str(root / "hooks" / "run.sh"), "UserPromptSubmit"], env=env, capture_output=True,
+                       input=json.dumps(payload("UserPromptSubmit", "pasted", beta, prompt=prompt)).encode(),
+                       timeout=60)
+    assert p.returncode == 0 and p.stderr == b""
+    assert "Redis only as a cache" in json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
