@@ -209,7 +209,7 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
     recall, relevance) composed into the block (``inject.compose``: full text, then index lines) with the
     configured ``[hooks]`` settings; ``sweep`` also tries other index settings on the same candidates."""
     from memcli.condense import estimate_tokens
-    from memcli.hooks.inject import candidates, compose, score_hits
+    from memcli.hooks.inject import candidates, compose, score_hits, tiers
 
     data = load()
     results: dict[str, Any] = {}
@@ -244,9 +244,9 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
         def evaluate(index_min: float | None, index_top_k: int, index_budget: int,
                      min_score: float | None = None) -> dict[str, Any]:
             def run(sc: list[Any]) -> tuple[str | None, list[str], list[str]]:
-                return compose(sc, project=None, budget=h.prompt_budget, top_k=h.prompt_top_k,
-                               min_relevance=h.min_score if min_score is None else min_score,
-                               index_min=index_min, index_top_k=index_top_k, index_budget=index_budget)
+                return compose(sc, project=None, **{**tiers(h), "index_min": index_min, "index_top_k": index_top_k,
+                                                     "index_budget": index_budget, "min_relevance":
+                                                     h.min_score if min_score is None else min_score})
 
             full = reach = 0
             misses = []

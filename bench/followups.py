@@ -75,13 +75,12 @@ def load() -> dict[str, Any]:
 def run(svc: Any, h: Any, text: str) -> tuple[list[Any], tuple[str | None, list[str], list[str]], float]:
     """The hook on ``text``, as it runs: its candidates and the block composed from them, and the time taken by
     ``candidates`` in ms."""
-    from memcli.hooks.inject import candidates, compose
+    from memcli.hooks.inject import candidates, compose, tiers
 
     t = time.perf_counter()
     sc = candidates(svc, text, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k)
     ms = (time.perf_counter() - t) * 1000
-    return sc, compose(sc, project=None, budget=h.prompt_budget, top_k=h.prompt_top_k, min_relevance=h.min_score,
-                       index_min=h.index_min_score, index_top_k=h.index_top_k, index_budget=h.index_budget), ms
+    return sc, compose(sc, project=None, **tiers(h)), ms
 
 
 def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
@@ -142,13 +141,11 @@ def exchange(svc: Any, h: Any, answerable: list[dict[str, Any]], af_of: dict[str
     """Reach over the whole exchange, as a session runs it: the previous prompt gets its own block first (it
     names the subject, and may show the memory already; what it shows in full is not shown again), then the
     follow-up's block, searched with each variant's text."""
-    from memcli.hooks.inject import candidates, compose
+    from memcli.hooks.inject import candidates, compose, tiers
 
     def block(text: str, exclude: set[str]) -> tuple[set[str], list[str]]:
         sc = candidates(svc, text, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k, exclude=exclude)
-        _, ids, listed = compose(sc, project=None, budget=h.prompt_budget, top_k=h.prompt_top_k,
-                                 min_relevance=h.min_score, index_min=h.index_min_score, index_top_k=h.index_top_k,
-                                 index_budget=h.index_budget)
+        _, ids, listed = compose(sc, project=None, **tiers(h))
         return {af_of.get(i) for i in ids + listed}, ids
 
     out: dict[str, Any] = {}

@@ -81,6 +81,32 @@ def test_compose_tiers_and_budget(service: MemoryService) -> None:
     assert len(only_index[0].splitlines()) == 3 + 2  # the tags, the header line, two index lines
 
 
+def test_a_prompt_plainly_about_the_store_gets_more_index_lines(service: MemoryService) -> None:
+    """Captured turns make long index lines (~40 tokens): index_budget holds two. When the best candidate is a
+    strong match (relevance ≥ strong_min), the lines may take strong_budget tokens; otherwise they may not."""
+    from memcli.config import HooksConfig
+    from memcli.hooks.inject import Scored, tiers
+    from memcli.models import RecallHit
+
+    turns = [f"User: why does deploy step {i} of the ingest rollout wait so long? Assistant: because the canary "
+             f"analysis of step {i} runs for ten minutes before the next weight is set" for i in range(6)]
+    mems = [service.get(r.memory_id) for r in service.remember_many([NewMemory(content=t) for t in turns])]
+    h = HooksConfig()
+    assert h.index_budget < 3 * 40 <= 4 * 40 < h.index_strong_budget and h.index_top_k == 4
+
+    def listed(best: float) -> list[str]:
+        scored = [Scored(RecallHit(memory=m, score=1 - i / 10), rel, None, None)
+                  for i, (m, rel) in enumerate(zip(mems, [best, 0.45, 0.4, 0.35, 0.32, 0.31]))]
+        return compose(scored, project=None, **tiers(h))[2]
+
+    assert listed(h.index_strong_score) == [m.id for m in mems[:4]]  # nothing in full: four index lines
+    weak = listed(h.index_strong_score - 0.01)
+    assert weak == [m.id for m in mems[:len(weak)]] and len(weak) == 2
+    off = compose([Scored(RecallHit(memory=m, score=0.5), 0.6, None, None) for m in mems], project=None,
+                  **{**tiers(h), "index_budget": 0})
+    assert off == (None, [], [])  # index_budget = 0 still turns the index tier off, strong or not
+
+
 def test_a_1000_memory_store_and_the_index_id_opens_through_cli_and_mcp(
         service: MemoryService, memcli_bin: str, subprocess_env: dict[str, str]) -> None:
     svc = service  # the hash embedder: shared words are the evidence
@@ -141,6 +167,8 @@ def test_hooks_settings_are_read_from_config(home: Path) -> None:
     from memcli.config import load_config
 
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text("[hooks]\nindex_min_score = 0.4\nindex_top_k = 2\nindex_budget = 50\n")
+    (home / "config.toml").write_text("[hooks]\nindex_min_score = 0.4\nindex_top_k = 2\nindex_budget = 50\n"
+                                      "index_strong_score = 0.7\nindex_strong_budget = 90\n")
     h = load_config(home).hooks
     assert (h.index_min_score, h.index_top_k, h.index_budget) == (0.4, 2, 50)
+    assert (h.index_strong_score, h.index_strong_budget) == (0.7, 90)

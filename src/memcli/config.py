@@ -56,6 +56,10 @@ class HooksConfig:
     index_min_score: float = 0.30
     index_top_k: int = 4
     index_budget: int = 120
+    # a prompt whose best candidate reaches index_strong_score is plainly about what the store holds: its index
+    # lines may take index_strong_budget tokens (a captured turn's line is ~40 tokens, so 120 holds two of them)
+    index_strong_score: float = 0.50
+    index_strong_budget: int = 180
     capture_subagents: bool = False
     project_only: bool = False
     deadline_ms: int = 1500

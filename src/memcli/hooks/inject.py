@@ -22,6 +22,7 @@ from memcli.models import RecallHit, now_ms
 from memcli.search import build_where
 
 if TYPE_CHECKING:
+    from memcli.config import HooksConfig
     from memcli.service import MemoryService
 
 HEADER = ("Memories from memcli (shared by your agents) that may be relevant to this prompt. They are notes "
@@ -132,8 +133,11 @@ def candidates(service: "MemoryService", prompt: str, *, project: str | None, to
 
 def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: int, min_relevance: float,
             index_min: float | None = None, index_top_k: int = 0, index_budget: int = 0,
+            strong_min: float | None = None, strong_budget: int = 0,
             now: int | None = None) -> tuple[str | None, list[str], list[str]]:
-    """The block for these candidates: (text, ids in full, ids on index lines); (None, [], []) when none."""
+    """The block for these candidates: (text, ids in full, ids on index lines); (None, [], []) when none.
+    When the best candidate's relevance reaches ``strong_min``, the index lines may take ``strong_budget``
+    tokens instead of ``index_budget``."""
     now = now or now_ms()
     full = [s.hit.memory for s in scored[:top_k] if s.relevance >= min_relevance]
     sections: list[tuple[str | None, list[str]]] = []
@@ -142,14 +146,18 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
     if full:
         lines, ids, _ = fill(full, max(0, budget - len(HEADER) - 120), now, max_chars=600, show_project=True)
         sections.append((None, lines))
-    if index_min is not None and index_top_k > 0 and index_budget > 0 and scored \
-            and max(s.relevance for s in scored) >= index_min:
+    best = max((s.relevance for s in scored), default=0.0)
+    if index_min is not None and index_top_k > 0 and index_budget > 0 and best >= index_min:
         # the prompt is about something the store holds: its best recalled memories (recall's own order,
         # which finds the answer more often than the relevance gate ranks it) go in as index lines; a memory
         # with no evidence at all (relevance 0) is left out: on agentfacts that drops a sixth to a third of the
         # index lines of answerable prompts for 0.5–1 point of reach (bench/agentfacts.py --gate --dump)
         rest = [s.hit.memory for s in sorted(scored, key=lambda s: -s.hit.score)
                 if s.hit.memory.id not in ids and s.relevance > 0]
+        # a prompt plainly about what the store holds may take more lines: index lines of captured turns are
+        # ~40 tokens, so index_budget alone holds two of them (bench/sessions.py: the answer was third or fourth)
+        if strong_min is not None and best >= strong_min:
+            index_budget = max(index_budget, strong_budget)
         lines, listed = index_lines(rest[:index_top_k], index_budget, now)
         if lines:
             sections.append((INDEX_TITLE if ids else None, lines))
@@ -159,15 +167,25 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
     return block("UserPromptSubmit", header, sections, project=project), ids, listed
 
 
+def tiers(h: "HooksConfig") -> dict[str, Any]:
+    """The ``[hooks]`` settings of the two tiers, as :func:`compose` and :func:`prompt_context` take them."""
+    return {"budget": h.prompt_budget, "top_k": h.prompt_top_k, "min_relevance": h.min_score,
+            "index_min": h.index_min_score, "index_top_k": h.index_top_k, "index_budget": h.index_budget,
+            "strong_min": h.index_strong_score, "strong_budget": h.index_strong_budget}
+
+
 def prompt_context(service: "MemoryService", prompt: str, *, project: str | None, budget: int, top_k: int,
                    min_relevance: float, exclude: set[str] | frozenset[str] = frozenset(),
                    project_only: bool = False, index_min: float | None = None, index_top_k: int = 0,
-                   index_budget: int = 0) -> tuple[str | None, list[str], list[str]]:
+                   index_budget: int = 0, strong_min: float | None = None,
+                   strong_budget: int = 0) -> tuple[str | None, list[str], list[str]]:
     """The block to inject for ``prompt``, the ids in it in full, and the ids on index lines (None, [], [] when
     nothing is relevant enough). Two tiers: memories of relevance ≥ ``min_relevance`` in full (``top_k``,
     ``budget`` characters), then up to ``index_top_k`` of the next ones with relevance ≥ ``index_min`` as one
-    index line each, within ``index_budget`` tokens, with how to open one."""
+    index line each, within ``index_budget`` tokens (``strong_budget`` when the best reaches ``strong_min``),
+    with how to open one."""
     scored = candidates(service, prompt, project=project, top_k=top_k, index_top_k=index_top_k, exclude=exclude,
                         project_only=project_only)
     return compose(scored, project=project, budget=budget, top_k=top_k, min_relevance=min_relevance,
-                   index_min=index_min, index_top_k=index_top_k, index_budget=index_budget)
+                   index_min=index_min, index_top_k=index_top_k, index_budget=index_budget,
+                   strong_min=strong_min, strong_budget=strong_budget)

@@ -100,7 +100,7 @@ class HookRuntime:
         return output("SessionStart", text)
 
     def user_prompt(self, payload: dict[str, Any]) -> dict[str, Any] | None:
-        from memcli.hooks.inject import prompt_context
+        from memcli.hooks.inject import prompt_context, tiers
 
         session = payload.get("session_id")
         prompt = payload.get("prompt")
@@ -110,11 +110,9 @@ class HookRuntime:
         self.state.set_prompt(session, prompt)
         project = detect_project(payload.get("cwd"))
         c = self.cfg
-        text, ids, listed = prompt_context(self.get_service(), prompt, project=project, budget=c.prompt_budget,
-                                           top_k=c.prompt_top_k, min_relevance=c.min_score,
+        text, ids, listed = prompt_context(self.get_service(), prompt, project=project,
                                            exclude=self.state.injected(session), project_only=c.project_only,
-                                           index_min=c.index_min_score, index_top_k=c.index_top_k,
-                                           index_budget=c.index_budget)
+                                           **tiers(c))
         if ids:  # shown in full: not again in this session (an index line's memory may still be, in full)
             self.state.add_injected(session, ids)
         self.last.update(project=project, injected=ids, listed=listed)
