@@ -220,7 +220,8 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
         answerable = [q for q in data["questions"] if set(q["relevant"]) & present]
 
         def scored_of(prompt: str) -> list[Any]:
-            return candidates(svc, prompt, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k)
+            return candidates(svc, prompt, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k,
+                              lift=h.other_script_lift)
 
         def trace(prompt: str) -> dict[str, Any]:
             hits = svc.recall(prompt, top_k=15, explain=True)

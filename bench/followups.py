@@ -78,7 +78,8 @@ def run(svc: Any, h: Any, text: str) -> tuple[list[Any], tuple[str | None, list[
     from memcli.hooks.inject import candidates, compose, tiers
 
     t = time.perf_counter()
-    sc = candidates(svc, text, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k)
+    sc = candidates(svc, text, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k,
+                    lift=h.other_script_lift)
     ms = (time.perf_counter() - t) * 1000
     return sc, compose(sc, project=None, **tiers(h)), ms
 
@@ -144,7 +145,8 @@ def exchange(svc: Any, h: Any, answerable: list[dict[str, Any]], af_of: dict[str
     from memcli.hooks.inject import candidates, compose, tiers
 
     def block(text: str, exclude: set[str]) -> tuple[set[str], list[str]]:
-        sc = candidates(svc, text, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k, exclude=exclude)
+        sc = candidates(svc, text, project=None, top_k=h.prompt_top_k, index_top_k=h.index_top_k, exclude=exclude,
+                        lift=h.other_script_lift)
         _, ids, listed = compose(sc, project=None, **tiers(h))
         return {af_of.get(i) for i in ids + listed}, ids
 

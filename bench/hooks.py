@@ -459,7 +459,7 @@ def measure_gate(home: Path, env: dict[str, str]) -> dict[str, Any]:
 
     def inject(q: str) -> list[str]:
         return prompt_context(svc, q, project="atlas", budget=cfg.hooks.prompt_budget, top_k=cfg.hooks.prompt_top_k,
-                              min_relevance=gate)[1]
+                              min_relevance=gate, lift=cfg.hooks.other_script_lift)[1]
 
     gold_cos, gold_gap, found, injected_right, misses = [], [], 0, 0, []
     for q, i in RELEVANT:

@@ -11,7 +11,7 @@ import pytest
 
 from memcli.search import SearchOptions, coverage, relevance
 from memcli.service import MemoryService
-from memcli.textnorm import FTS_PARAMS, FTS_STOP_WORDS, STOP_WORDS, query_text
+from memcli.textnorm import FTS_PARAMS, FTS_STOP_WORDS, STOP_WORDS, query_text, script_of
 
 OPTS = SearchOptions()
 
@@ -110,3 +110,54 @@ def test_a_fresh_store_scores_every_memory_on_one_scale(service: MemoryService) 
     scores = {h.memory.id: h.explain["bm25"] for h in hits}
     assert set(scores) == set(ids[:4])
     assert max(scores.values()) - min(scores.values()) < 1e-3, scores
+
+
+# ------------------------------------------------------------------------------------------- other scripts
+@pytest.mark.parametrize("text,script", [
+    ("which port does billing use?", "latin"),
+    ("karpenter 会不会在工作时间把节点回收掉？", "cjk"),
+    ("ClickHouse 里 courier_pings 有重复数据，同一个 courier_id + ts 出现两三次", "cjk"),
+    ("we keep the 数据库 dumps for 30 days in s3://backups/billing", "latin"),
+    ("送達照片壓縮之後大概多大？", "cjk"),
+    ("", "latin"),
+])
+def test_the_script_of_a_text_is_what_most_of_its_words_are_written_in(text: str, script: str) -> None:
+    assert script_of(text) == script
+
+
+def test_a_lift_reorders_the_vector_lists_but_keeps_the_raw_cosines() -> None:
+    vector = [("zh-unrelated", 0.857), ("zh-other", 0.843), ("en-answer", 0.838)]
+    plain = relevance(vector, vector, [], OPTS)
+    lifted = relevance(vector, vector, [], OPTS, lift={"en-answer": 0.02})
+    assert best(plain) == "zh-unrelated" and lifted["en-answer"].base > lifted["zh-other"].base
+    assert lifted["en-answer"].raw == {"vector": 0.838, "context": 0.838}  # what explain and the hook gate see
+    assert relevance(vector, vector, [], OPTS, lift={}) == plain
+
+
+def test_a_chinese_questions_english_answer_ranks_higher_with_the_lift(real_service: MemoryService) -> None:
+    """The bundled e5 scores two Chinese texts higher than a Chinese question and its English answer: here an
+    unrelated Chinese note about a database pool (0.857) outranks the English note that answers (0.838).
+    The prompt hook lifts memories in the other script by 0.02 ([hooks] other_script_lift); recall does not."""
+    from memcli.service import NewMemory
+
+    answer = ("Karpenter disruption settings: both NodePools consolidate WhenEmptyOrUnderutilized, with a "
+              "disruption budget of 0 nodes Mon-Fri 08:00-19:00 Berlin, so nodes are only reclaimed at night and "
+              "on weekends.")
+    zh = ["工作时间内不要手动重启 ClickHouse 节点，先在 #ops 频道说一声。", "集群的节点每周日凌晨三点自动打补丁，补丁期间 ingest 会降级。",
+          "ingest-svc 的 HPA 在 CPU 70% 时扩容，最多 20 个副本。", "节点池的实例类型限制为 m6i 和 c6i，工作日高峰时 ingest 会扩到 12 个节点。",
+          "值班的人在工作时间十五分钟内要响应 page，晚上三十分钟。", "回收站里的文件三十天后自动删除。",
+          "测试环境的节点晚上八点自动缩到零，第二天早上八点恢复。", "数据库连接池大小是 20，超时 5 秒。"]
+    ids = [r.memory_id for r in real_service.remember_many([NewMemory(content=c) for c in [answer, *zh]])]
+    q = "karpenter 会不会在工作时间把节点回收掉？"
+
+    def ranked(lift: float) -> list:
+        return real_service.recall(q, top_k=9, explain=True, other_script_lift=lift)
+
+    plain, lifted = ranked(0.0), ranked(0.02)
+    assert [h.memory.id for h in real_service.recall(q, top_k=9)] == [h.memory.id for h in plain]  # the default
+    pool = ids[-1]
+    pos = {lift: [h.memory.id for h in hits] for lift, hits in ((0.0, plain), (0.02, lifted))}
+    assert pos[0.0].index(ids[0]) > pos[0.0].index(pool) and pos[0.02].index(ids[0]) < pos[0.02].index(pool)
+    cos = {lift: next(h.explain["cosine"] for h in hits if h.memory.id == ids[0]) for lift, hits in
+           ((0.0, plain), (0.02, lifted))}
+    assert cos[0.0] == cos[0.02]  # the hook's relevance gate reads the cosine as found

@@ -168,7 +168,7 @@ def test_hooks_settings_are_read_from_config(home: Path) -> None:
 
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("[hooks]\nindex_min_score = 0.4\nindex_top_k = 2\nindex_budget = 50\n"
-                                      "index_strong_score = 0.7\nindex_strong_budget = 90\n")
+                                      "index_strong_score = 0.7\nindex_strong_budget = 90\nother_script_lift = 0\n")
     h = load_config(home).hooks
     assert (h.index_min_score, h.index_top_k, h.index_budget) == (0.4, 2, 50)
-    assert (h.index_strong_score, h.index_strong_budget) == (0.7, 90)
+    assert (h.index_strong_score, h.index_strong_budget, h.other_script_lift) == (0.7, 90, 0)

@@ -60,6 +60,9 @@ class HooksConfig:
     # lines may take index_strong_budget tokens (a captured turn's line is ~40 tokens, so 120 holds two of them)
     index_strong_score: float = 0.50
     index_strong_budget: int = 180
+    # the prompt's candidates: memories written in another script than the prompt (Chinese / Latin) get this much
+    # more cosine before they are ranked (e5 scores two texts of one language higher; bench/sessions.py)
+    other_script_lift: float = 0.02
     capture_subagents: bool = False
     project_only: bool = False
     deadline_ms: int = 1500

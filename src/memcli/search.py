@@ -137,9 +137,11 @@ def keyword_trust(size: int | None, opts: SearchOptions) -> float:
 
 def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key, float]],
               text_hits: list[tuple[Key, float]], opts: SearchOptions,
-              text_ideal: float | None = None, size: int | None = None) -> dict[Key, Relevance]:
+              text_ideal: float | None = None, size: int | None = None,
+              lift: dict[Key, float] | None = None) -> dict[Key, Relevance]:
     """Convex min-max fusion of the three lists ((key, score) pairs, best first), the keyword list scaled by
-    its :func:`coverage` of the query, its weight by :func:`keyword_trust` of the store's ``size``."""
+    its :func:`coverage` of the query, its weight by :func:`keyword_trust` of the store's ``size``. ``lift``
+    adds to some candidates' cosines before the vector lists are scaled (their raw cosines stay as found)."""
     cover = coverage(text_hits, text_ideal) if text_hits else None
     text_w = opts.text_weight
     if cover is not None and (vector_hits or context_hits):
@@ -151,7 +153,8 @@ def relevance(vector_hits: list[tuple[Key, float]], context_hits: list[tuple[Key
              "context": (context_hits, opts.context_weight)}
     active = {name: (h, w) for name, (h, w) in lists.items() if h and w > 0}
     total_w = sum(w for _, w in active.values()) or 1.0
-    norms = {name: _minmax(h) for name, (h, _) in active.items()}
+    norms = {name: _minmax([(k, v + lift.get(k, 0.0)) for k, v in h] if lift and name != "text" else h)
+             for name, (h, _) in active.items()}
     if "text" in norms and cover is not None:
         norms["text"] = {k: v * cover for k, v in norms["text"].items()}
     raw = {name: dict(h) for name, (h, _) in active.items()}

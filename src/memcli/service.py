@@ -20,7 +20,8 @@ from memcli.models import (
 from memcli.records import embed_memories, not_in_namespace, record_to_memory, redact_memory, reusable_vector
 from memcli.redact import redact, redact_value
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
-from memcli.store import ACTIVE_FILTER, memory_to_row, quote
+from memcli.store import ACTIVE_FILTER, Candidates, memory_to_row, quote
+from memcli.textnorm import script_of
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -239,10 +240,15 @@ class MemoryService:
                agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
-               min_score: float = 0.0, include_archived: bool = False, words: bool = True) -> list[RecallHit]:
+               min_score: float = 0.0, include_archived: bool = False, words: bool = True,
+               other_script_lift: float = 0.0) -> list[RecallHit]:
         """Hybrid recall: the memories most relevant to ``query``, filtered before top-k (superseded and
         archived memories only with ``include_archived``). With ``explain``, ``words`` also names the query
-        words each keyword hit holds (for people; the hooks read only the signals and skip it)."""
+        words each keyword hit holds (for people; the hooks read only the signals and skip it).
+        ``other_script_lift`` is added to the cosines of memories written in another script than the query
+        (Chinese and Latin) before they are ranked: the bundled e5 scores two texts of one language higher, so
+        a Chinese question's English answer ranks under Chinese memories that do not answer it (the prompt
+        hook's breadth gains from it: :mod:`memcli.hooks.inject`)."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("the query is empty: say what to recall")
         query = query.strip()[:4000]
@@ -275,8 +281,10 @@ class MemoryService:
         cands = self.store.search(text=query if mode != "vector" else None, vector=qvec, where=where, k=n,
                                   context=context)
         ctx_hits = cands.context if context else cands.vector if mode == "hybrid" else []
+        lift = self._script_lift(query, cands, other_script_lift) if other_script_lift and qvec is not None \
+            else None
         rel = relevance(cands.vector, ctx_hits, cands.text, self.search, cands.text_ideal,
-                        size=self.store.size_hint() if cands.text else None)
+                        size=self.store.size_hint() if cands.text else None, lift=lift)
         # Only the candidates that can still win once boosts are added are read (in one take: at 100k rows
         # here reading 40 whole rows cost 3.3 ms, reading them light and the winners whole after 4+ ms).
         span = boost_span(self.search, importance_varies=self.store.importance_varies(),
@@ -295,6 +303,13 @@ class MemoryService:
         hits = rank(rel, {k: rows[k] for k in keys}, calibrate=self.calibration, opts=self.search, now=now,
                     project=proj, top_k=top_k, explain=explain, query=query if words else None)
         return [h for h in hits if h.score >= min_score]
+
+    def _script_lift(self, query: str, cands: Candidates, amount: float) -> dict[int, float]:
+        """``amount`` for each vector candidate written in another script than ``query``."""
+        keys = {k for k, _ in cands.vector} | {k for k, _ in cands.context}
+        script = script_of(query)
+        return {k: amount for k, text in self.store.contents(cands, sorted(keys)).items()
+                if script_of(text) != script}
 
     def check_duplicate(self, content: str, *, namespace: str | None = None,
                         threshold: float | None = None) -> DuplicateCheck:

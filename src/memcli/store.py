@@ -578,6 +578,13 @@ class MemoryStore(IndexMaintenance):
             raise StoreError(f"reading the store failed: {exc}") from exc
         return {rid: row_to_memory(r) for rid, r in rows}
 
+    def contents(self, candidates: Candidates, rowids: Sequence[int]) -> dict[int, str]:
+        """Some candidates' text alone (by row id), from the snapshot they were found on."""
+        try:
+            return {rid: r["content"] for rid, r in self.reader.take(candidates.snapshot, list(rowids), ["content"])}
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"reading the store failed: {exc}") from exc
+
     # ---------------------------------------------------------------- reindex support
     def new_table(self, name: str, dim: int) -> Any:
         """A fresh memories table (reindex fills it, then :meth:`activate` switches to it)."""

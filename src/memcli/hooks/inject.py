@@ -117,14 +117,17 @@ def score_hits(service: "MemoryService", prompt: str, hits: list[RecallHit], *, 
 
 
 def candidates(service: "MemoryService", prompt: str, *, project: str | None, top_k: int, index_top_k: int = 0,
-               exclude: set[str] | frozenset[str] = frozenset(), project_only: bool = False) -> list[Scored]:
-    """The prompt's recalled memories with their relevance, best first (none for a trivial prompt)."""
+               exclude: set[str] | frozenset[str] = frozenset(), project_only: bool = False,
+               lift: float = 0.0) -> list[Scored]:
+    """The prompt's recalled memories with their relevance, best first (none for a trivial prompt). ``lift``:
+    recall's ``other_script_lift`` — the hook shows a handful of candidates, so reaching past e5's preference
+    for the prompt's own language gains more than it costs (it moves recall's top 1 either way)."""
     text = strip_injected(prompt or "")
     if is_trivial(text):
         return []
     query = hook_query(text)
     hits = service.recall(query, top_k=max(3 * top_k, 12, top_k + index_top_k), project=project,
-                          project_only=project_only, explain=True, words=False)
+                          project_only=project_only, explain=True, words=False, other_script_lift=lift)
     scored = [s for s in score_hits(service, query, hits, project=project, project_only=project_only)
               if s.hit.memory.id not in exclude]
     scored.sort(key=lambda s: (-s.relevance, -s.hit.score))
@@ -178,14 +181,14 @@ def prompt_context(service: "MemoryService", prompt: str, *, project: str | None
                    min_relevance: float, exclude: set[str] | frozenset[str] = frozenset(),
                    project_only: bool = False, index_min: float | None = None, index_top_k: int = 0,
                    index_budget: int = 0, strong_min: float | None = None,
-                   strong_budget: int = 0) -> tuple[str | None, list[str], list[str]]:
+                   strong_budget: int = 0, lift: float = 0.0) -> tuple[str | None, list[str], list[str]]:
     """The block to inject for ``prompt``, the ids in it in full, and the ids on index lines (None, [], [] when
     nothing is relevant enough). Two tiers: memories of relevance ≥ ``min_relevance`` in full (``top_k``,
     ``budget`` characters), then up to ``index_top_k`` of the next ones with relevance ≥ ``index_min`` as one
     index line each, within ``index_budget`` tokens (``strong_budget`` when the best reaches ``strong_min``),
     with how to open one."""
     scored = candidates(service, prompt, project=project, top_k=top_k, index_top_k=index_top_k, exclude=exclude,
-                        project_only=project_only)
+                        project_only=project_only, lift=lift)
     return compose(scored, project=project, budget=budget, top_k=top_k, min_relevance=min_relevance,
                    index_min=index_min, index_top_k=index_top_k, index_budget=index_budget,
                    strong_min=strong_min, strong_budget=strong_budget)

@@ -112,7 +112,7 @@ class HookRuntime:
         c = self.cfg
         text, ids, listed = prompt_context(self.get_service(), prompt, project=project,
                                            exclude=self.state.injected(session), project_only=c.project_only,
-                                           **tiers(c))
+                                           lift=c.other_script_lift, **tiers(c))
         if ids:  # shown in full: not again in this session (an index line's memory may still be, in full)
             self.state.add_injected(session, ids)
         self.last.update(project=project, injected=ids, listed=listed)
