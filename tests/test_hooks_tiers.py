@@ -86,13 +86,16 @@ def test_a_prompt_plainly_about_the_store_gets_more_index_lines(service: MemoryS
     strong match (relevance ≥ strong_min), the lines may take strong_budget tokens; otherwise they may not."""
     from memcli.config import HooksConfig
     from memcli.hooks.inject import Scored, tiers
-    from memcli.models import RecallHit
+    from memcli.hooks.render import index_line
+    from memcli.models import RecallHit, now_ms
 
     turns = [f"User: why does deploy step {i} of the ingest rollout wait so long? Assistant: because the canary "
              f"analysis of step {i} runs for ten minutes before the next weight is set" for i in range(6)]
-    mems = [service.get(r.memory_id) for r in service.remember_many([NewMemory(content=t) for t in turns])]
+    mems = [service.get(r.memory_id) for r in service.remember_many([NewMemory(content=t, agent="claude-code")
+                                                                      for t in turns])]
     h = HooksConfig()
-    assert h.index_budget < 3 * 40 <= 4 * 40 < h.index_strong_budget and h.index_top_k == 4
+    cost = max(estimate_tokens(index_line(m, now_ms())) for m in mems)  # as a captured turn's line: 43
+    assert 2 * cost <= h.index_budget < 3 * cost and 4 * cost <= h.index_strong_budget and h.index_top_k == 4
 
     def listed(best: float) -> list[str]:
         scored = [Scored(RecallHit(memory=m, score=1 - i / 10), rel, None, None)
