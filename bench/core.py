@@ -113,7 +113,7 @@ def bench_throughput(texts: list[str], n_batch: int, n_single: int) -> None:
 def build_store(home: Path, n: int, texts: list[str], vecs: np.ndarray) -> None:
     """n memories with real vectors (jittered copies beyond the real turns), written through the store."""
     from memcli.models import Memory, content_hash, new_id, now_ms
-    from memcli.store import memory_to_row
+    from memcli.rows import memory_to_row
 
     svc = open_service(home)
     rng = np.random.default_rng(7)

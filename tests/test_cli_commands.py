@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from memcli.cli.app import app
 from memcli.config import load_config, save_config
 from memcli.service import MemoryService
-from memcli.store import memory_to_row
+from memcli.rows import memory_to_row
 
 runner = CliRunner()
 

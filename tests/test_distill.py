@@ -28,7 +28,7 @@ from memcli.errors import NotFoundError, VersionConflictError
 from memcli.models import short_id
 from memcli.service import MemoryService
 from memcli.setup.schedule import MARKER, apply_schedule
-from memcli.store import STATUS_COLUMNS
+from memcli.rows import STATUS_COLUMNS
 
 from _memcli_server import ServerProc, start_server
 from test_cli_commands import run

@@ -44,7 +44,8 @@ from memcli.models import ACTIVE, ARCHIVED, SUPERSEDED, Memory, now_ms
 from memcli.reader import quote
 from memcli.distill_runs import WATERMARK, DistillRuns
 from memcli.records import embed_memories
-from memcli.store import ACTIVE_FILTER, STATUS_COLUMNS, row_search_text, row_to_memory
+from memcli.rows import STATUS_COLUMNS, row_search_text, row_to_memory
+from memcli.store import ACTIVE_FILTER
 
 if TYPE_CHECKING:
     from memcli.condense import LlmSettings

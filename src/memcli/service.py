@@ -20,7 +20,8 @@ from memcli.models import (
 from memcli.records import embed_memories, not_in_namespace, record_to_memory, redact_memory, reusable_vector
 from memcli.redact import redact, redact_value
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
-from memcli.store import ACTIVE_FILTER, Candidates, memory_to_row, quote
+from memcli.rows import memory_to_row
+from memcli.store import ACTIVE_FILTER, Candidates, quote
 from memcli.textnorm import script_of
 
 if TYPE_CHECKING:
