@@ -3,7 +3,8 @@ records back (validated, with their vectors reused only when they are sound)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from memcli.errors import ValidationError
@@ -38,6 +39,18 @@ def embed_memories(embedder: "Embedder", mems: Sequence[Memory], progress: Progr
         if progress:
             progress(min(start + batch, len(mems)), len(mems))
     return own, ctx
+
+
+@contextmanager
+def record_number(i: int, r: Any) -> Iterator[dict[str, Any]]:
+    """The ``i``-th record (0-based) of an import, checked to be an object; a ValidationError raised while
+    reading it names the record (``record 3: …``)."""
+    if not isinstance(r, dict):
+        raise ValidationError(f"record {i + 1} is not a JSON object")
+    try:
+        yield r
+    except ValidationError as exc:
+        raise ValidationError(f"record {i + 1}: {exc.message}") from None
 
 
 def record_to_memory(r: dict[str, Any]) -> Memory:

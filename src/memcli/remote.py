@@ -438,15 +438,11 @@ class RemoteService:
 
 def _check_records(records: Sequence[Any]) -> None:
     """The validation ``MemoryService.import_records`` does before it writes anything."""
-    from memcli.records import record_to_memory
+    from memcli.records import record_number, record_to_memory
 
-    for i, r in enumerate(records):
-        if not isinstance(r, dict):
-            raise ValidationError(f"record {i + 1} is not a JSON object")
-        try:
+    for i, raw in enumerate(records):
+        with record_number(i, raw) as r:
             record_to_memory(r)
-        except ValidationError as exc:
-            raise ValidationError(f"record {i + 1}: {exc.message}") from None
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:

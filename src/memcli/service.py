@@ -17,7 +17,8 @@ from memcli.models import (
     validate_metadata, validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
     write_note,
 )
-from memcli.records import embed_memories, not_in_namespace, record_to_memory, redact_memory, reusable_vector
+from memcli.records import (embed_memories, not_in_namespace, record_number, record_to_memory, redact_memory,
+                            reusable_vector)
 from memcli.redact import redact, redact_value
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
 from memcli.rows import memory_to_row
@@ -466,17 +467,13 @@ class MemoryService:
         reuse = vectors_identity is not None and same_embedder(vectors_identity, self.embedder.identity())
         recs = list(records)
         mems: list[tuple[Memory, Any]] = []
-        for i, r in enumerate(recs):
-            if not isinstance(r, dict):
-                raise ValidationError(f"record {i + 1} is not a JSON object")
-            try:
+        for i, raw in enumerate(recs):
+            with record_number(i, raw) as r:
                 vec = reusable_vector(r.get("vector"), self.embedder.dim) if reuse else None
                 if vec is not None:  # context vector: its own if exported, else the same vector
                     cvec = reusable_vector(r.get("context_vector"), self.embedder.dim)
                     vec = (vec, cvec if cvec is not None else vec)
                 mem = record_to_memory(r)
-            except ValidationError as exc:
-                raise ValidationError(f"record {i + 1}: {exc.message}") from None
             if not keep_secrets and redact_memory(mem):
                 vec = None  # the vectors of the text as it was: embed what is stored
             mems.append((mem, vec))

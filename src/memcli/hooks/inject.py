@@ -158,7 +158,7 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
         rest = [s.hit.memory for s in sorted(scored, key=lambda s: -s.hit.score)
                 if s.hit.memory.id not in ids and s.relevance > 0]
         # a prompt plainly about what the store holds may take more lines: index lines of captured turns are
-        # ~40 tokens, so index_budget alone holds two of them (bench/sessions.py: the answer was third or fourth)
+        # ~40 tokens, so index_budget alone holds two of them (bench/sessions.py: the answer was third to fifth)
         if strong_min is not None and best >= strong_min:
             index_budget = max(index_budget, strong_budget)
         lines, listed = index_lines(rest[:index_top_k], index_budget, now)
