@@ -15,7 +15,6 @@ and can be turned off.
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 from memcli.errors import ValidationError
 from memcli.models import MAX_TIME_MS, Memory, RecallHit
 from memcli.store import ACTIVE_FILTER, quote
+from memcli.textnorm import CJK_CHAR_RE
 
 
 @dataclass
@@ -231,7 +231,6 @@ def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: A
 # building its tokenizer costs more than tokenizing, so each side is one call: texts are joined with a marker
 # word between them and the token stream is split at the marker.
 _BREAK = "qzmemclibreakqz"
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 MAX_QUERY_WORDS = 64
 
 
@@ -275,7 +274,7 @@ def matched_words(query: str, contents: Sequence[str]) -> list[list[str]]:
             if not own or not all(t.text in doc for t in own):
                 prev = None
                 continue
-            cjk = bool(_CJK.match(tok.text))
+            cjk = bool(CJK_CHAR_RE.match(tok.text))
             if prev is not None and cjk and prev[1] and tok.position == prev[0] + 1:
                 words[-1] += tok.text
             else:

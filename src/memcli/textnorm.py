@@ -38,7 +38,8 @@ def to_simplified(text: str) -> str:
     return conv.convert(text) if conv is not None else text
 
 
-_SCRIPT_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+# a character of Chinese, Japanese (kana) or Korean (hangul) writing
+CJK_CHAR_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LATIN_RE = re.compile(r"[A-Za-z]")
 
 
@@ -46,7 +47,7 @@ def script_of(text: str) -> str:
     """``"cjk"`` for a text written mostly in Chinese (or Japanese, Korean) characters, else ``"latin"``: a CJK
     character says about a word's worth, as do four Latin letters, and a quarter of the words decide (a Chinese
     sentence full of identifiers is Chinese; one Chinese word in an English note is not)."""
-    cjk = len(_SCRIPT_CJK_RE.findall(text))
+    cjk = len(CJK_CHAR_RE.findall(text))
     return "cjk" if cjk and cjk >= 0.25 * (cjk + len(_LATIN_RE.findall(text)) / 4) else "latin"
 
 
