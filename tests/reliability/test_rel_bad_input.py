@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -484,6 +485,8 @@ def test_mcp_raw_bytes_over_stdio_and_http(seeded: tuple[Server, list[str], list
     proc = reaper.track(subprocess.Popen([MEMCLI, "mcp"], env=srv.env, stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=errlog))
     assert proc.stdin and proc.stdout
+    watchdog = threading.Timer(120, proc.kill)  # a call left unanswered ends the read (EOF), not the suite
+    watchdog.start()
 
     def send(line: bytes) -> None:
         proc.stdin.write(line + b"\n")
@@ -509,6 +512,7 @@ def test_mcp_raw_bytes_over_stdio_and_http(seeded: tuple[Server, list[str], list
     tools = next(m for m in msgs if m.get("id") == 20)
     assert {"remember", "recall", "forget"} <= {t["name"] for t in tools["result"]["tools"]}  # still serving
     assert all(m.get("error") or m["result"]["isError"] is True for m in msgs if m is not tools), msgs
+    watchdog.cancel()
     proc.stdin.close()
     proc.wait(30)
     errlog.close()
