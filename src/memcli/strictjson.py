@@ -48,17 +48,27 @@ def _float(text: str) -> float:
     return value
 
 
-def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, what: str = "the JSON") -> Any:
+def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, what: str = "the JSON", finite: bool = True) -> Any:
     """``json.loads`` that refuses NaN/Infinity, out-of-range or over-long numbers and nesting deeper than
-    ``max_depth`` (ValidationError; :class:`NestingError` for the nesting)."""
+    ``max_depth`` (ValidationError; :class:`NestingError` for the nesting). ``finite=False`` reads NaN and
+    Infinity as floats, for export records: the core refuses them in every field it stores, and re-embeds
+    a vector that holds one."""
+    hooks: dict[str, Any] = {"parse_int": _int, "parse_float": _float if finite else _long_float}
+    if finite:
+        hooks["parse_constant"] = _constant
     try:
-        value = json.loads(text, parse_constant=_constant, parse_int=_int, parse_float=_float)
+        value = json.loads(text, **hooks)
     except RecursionError:
         raise NestingError(f"{what} is nested too deeply (more than {max_depth} levels)") from None
     except ValidationError as exc:
         raise ValidationError(f"{what}: {exc.message}") from None
     check_tree(value, max_depth=max_depth, what=what)
     return value
+
+
+def _long_float(text: str) -> float:
+    _number(text)
+    return float(text)
 
 
 def check_tree(value: Any, *, max_depth: int, what: str, numbers: bool = False) -> None:
@@ -87,6 +97,7 @@ def check_tree(value: Any, *, max_depth: int, what: str, numbers: bool = False) 
 
 def _check_number(value: Any, what: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValidationError(f"{what} holds {value!r}, which is not a JSON number: numbers must be finite")
+        name = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+        raise ValidationError(f"{what} holds {name}, which is not a JSON number: numbers must be finite")
     if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
         raise ValidationError(f"{what} holds an integer beyond 64 bits: send a number that long as a string")

@@ -115,3 +115,23 @@ def test_a_stored_nan_reads_as_null(server: tuple[Server, str]) -> None:
     assert "NaN" not in out.read_text() and "Infinity" not in out.read_text()
     p = cli(["import", str(out), "--json"], make_env(srv.home.parent / "elsewhere"))
     assert p.returncode == 0 and json.loads(p.stdout)["added"] >= 1, (p.stdout, p.stderr)
+
+
+def test_an_import_with_a_nan_vector_re_embeds_it(server: tuple[Server, str]) -> None:
+    """Export records are read with NaN allowed where the core can discard it (a broken vector: re-embedded,
+    as `memcli import` of a file does); NaN in metadata is refused, naming the record."""
+    srv, _ = server
+    identity = '{"provider": "hash", "model": "hash-v1", "dim": 64}'
+    nan_vector = "[" + ", ".join(["NaN"] * 64) + "]"
+    headers = {"Content-Type": "application/json"}
+    with srv.client() as c:
+        r = c.post("/api/import", headers=headers, content=(
+            '{"records": [{"content": "a record whose vector is broken", "vector": %s}], "embedder": %s}'
+            % (nan_vector, identity)).encode())
+        assert r.status_code == 200 and r.json()["added"] == 1, r.text
+        r = c.post("/api/import", headers=headers, content=(
+            '{"records": [{"content": "fine"}, {"content": "a record with NaN metadata", "metadata": {"a": NaN}}]}'
+        ).encode())
+        assert r.status_code == 422 and "record 2" in r.json()["error"] and "NaN" in r.json()["error"], r.text
+    rows = [r for r in all_rows(srv.home, ("content", "vector")) if r["content"] == "a record whose vector is broken"]
+    assert len(rows) == 1 and all(x == x for x in rows[0]["vector"]) and any(rows[0]["vector"])

@@ -65,14 +65,15 @@ def _read(file: str) -> str:
 
 def parse_export(text: str) -> tuple[dict[str, Any] | None, list[Any]]:
     """(header, records) from a JSONL export, a JSON export (`{"memcli_export": 1, "memories": [...]}`),
-    a JSON array of records (e.g. `memcli list --json`) or a single JSON record. NaN, Infinity, a number
-    too long to be one and deep nesting are refused (:func:`memcli.strictjson.loads`), naming the line."""
+    a JSON array of records (e.g. `memcli list --json`) or a single JSON record. A number too long to be one
+    and deep nesting are refused, naming the line (:func:`memcli.strictjson.loads`); NaN and Infinity are
+    read, and refused by the record's check (a vector that holds one is re-embedded)."""
     stripped = text.strip()
     if not stripped:
         raise ValidationError("the import file is empty")
     refused: ValidationError | None = None
     try:
-        doc = loads(stripped, what="the import file")
+        doc = loads(stripped, what="the import file", finite=False)
     except json.JSONDecodeError:
         doc = None  # not one JSON document: JSONL
     except ValidationError as exc:
@@ -95,7 +96,7 @@ def parse_export(text: str) -> tuple[dict[str, Any] | None, list[Any]]:
         if not line.strip():
             continue
         try:
-            obj = loads(line, what=f"line {n}")
+            obj = loads(line, what=f"line {n}", finite=False)
         except json.JSONDecodeError as exc:
             if refused is not None:
                 raise ValidationError(f"{refused.message}; nothing was imported") from None

@@ -34,9 +34,10 @@ def error_response(status: int, message: str, code: str, headers: dict[str, str]
                         headers=headers)
 
 
-async def read_json(request: Request, limit: int) -> Any:
+async def read_json(request: Request, limit: int, *, finite: bool = True) -> Any:
     """The request body as JSON; 413 above ``limit`` bytes (checked while reading), 400 when broken or nested
-    too deeply, 422 for NaN, Infinity or a number too long to be one (:func:`memcli.strictjson.loads`)."""
+    too deeply, 422 for a number too long to be one and, unless ``finite=False`` (export records, checked
+    field by field), for NaN or Infinity (:func:`memcli.strictjson.loads`)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"request body is larger than {limit:,} bytes", "payload_too_large")
@@ -48,7 +49,7 @@ async def read_json(request: Request, limit: int) -> Any:
     if not body.strip():
         raise ApiError(400, "the request body is empty: send a JSON object", "invalid_json")
     try:
-        return loads(bytes(body).decode("utf-8"), what="the request body")
+        return loads(bytes(body).decode("utf-8"), what="the request body", finite=finite)
     except UnicodeDecodeError:
         raise ApiError(400, "the request body is not valid UTF-8", "invalid_json") from None
     except json.JSONDecodeError as exc:
