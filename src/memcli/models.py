@@ -202,8 +202,9 @@ def _has_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
-# Characters that show nothing on their own besides the format (Cf: zero-width, direction marks, soft hyphen,
-# BOM) and control ones: the combining grapheme joiner, fillers and variation selectors.
+# Content made only of these shows nothing, so it is empty: besides whitespace, control (Cc) and format (Cf:
+# zero-width, direction marks, soft hyphen, BOM) characters, the combining grapheme joiner, the Hangul, Khmer
+# and Braille blanks, and the variation selectors.
 _INVISIBLE = frozenset([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0,
                         *range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
 

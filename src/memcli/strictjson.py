@@ -4,8 +4,10 @@ Python's ``json`` accepts ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON: a s
 JSON answer that includes it fail), turns ``1e999`` into infinity, raises a bare ``ValueError`` for an integer
 of more than 4,300 digits and a ``RecursionError`` for deep nesting. :func:`loads` refuses each of them with a
 :class:`~memcli.errors.ValidationError` that says what is wrong; broken syntax stays a
-``json.JSONDecodeError``. :func:`check_tree` applies the same rules to a value that arrived already parsed
-(an MCP tool's arguments, a library caller's dict).
+``json.JSONDecodeError``. Export records are read with ``finite=False``: NaN there is left to the record's
+check, which refuses it in every field it stores and re-embeds a vector that holds one. :func:`check_tree`
+applies the nesting and number rules to a value that arrived already parsed (an MCP tool's arguments, a
+library caller's dict).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from memcli.errors import ValidationError
 
 MAX_NUMBER_CHARS = 100  # no memory field needs a longer number; Python's int() gives up at 4,300 digits
 MAX_DEPTH = 64  # a request body: an envelope around metadata of at most models.MAX_METADATA_DEPTH levels
-INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what other JSON readers (and LanceDB) hold as an integer
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # the widest integers JSON readers of other languages hold exactly
 
 
 class NestingError(ValidationError):
@@ -48,12 +50,18 @@ def _float(text: str) -> float:
     return value
 
 
+def _any_float(text: str) -> float:
+    """A float (1e999 reads as infinity: finite=False leaves it to the record's check)."""
+    _number(text)
+    return float(text)
+
+
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, what: str = "the JSON", finite: bool = True) -> Any:
     """``json.loads`` that refuses NaN/Infinity, out-of-range or over-long numbers and nesting deeper than
     ``max_depth`` (ValidationError; :class:`NestingError` for the nesting). ``finite=False`` reads NaN and
     Infinity as floats, for export records: the core refuses them in every field it stores, and re-embeds
     a vector that holds one."""
-    hooks: dict[str, Any] = {"parse_int": _int, "parse_float": _float if finite else _long_float}
+    hooks: dict[str, Any] = {"parse_int": _int, "parse_float": _float if finite else _any_float}
     if finite:
         hooks["parse_constant"] = _constant
     try:
@@ -64,11 +72,6 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, what: str = "the JSO
         raise ValidationError(f"{what}: {exc.message}") from None
     check_tree(value, max_depth=max_depth, what=what)
     return value
-
-
-def _long_float(text: str) -> float:
-    _number(text)
-    return float(text)
 
 
 def check_tree(value: Any, *, max_depth: int, what: str, numbers: bool = False) -> None:
