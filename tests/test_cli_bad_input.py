@@ -77,6 +77,12 @@ REMEMBER_CASES = [
     (["remember", "ok text", "--key", "   "], ["key"]),
     (["remember", "nul\x00byte"], ["NUL"]),
     (["remember"], []),
+    # issue 26: nothing visible is empty; NaN/Infinity, 5,000 digits and deep nesting never reach the store
+    (["remember", "\u200b\u200d\u2060\ufeff\u200e\u202e\u2066\u00ad"], ["empty"]),
+    (["remember", "ok text", "--metadata", '{"ratio": NaN}'], ["metadata", "NaN"]),
+    (["remember", "ok text", "--metadata", '{"max": [Infinity]}'], ["metadata", "Infinity"]),
+    (["remember", "ok text", "--metadata", '{"n": ' + "7" * 5000 + "}"], ["metadata", "5,000"]),
+    (["remember", "ok text", "--metadata", '{"a": ' * 500 + "1" + "}" * 500], ["metadata", "nested"]),
 ]
 
 

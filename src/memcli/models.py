@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcli.errors import ValidationError
+from memcli.strictjson import check_tree, loads
 
 MAX_CONTENT_CHARS = 32_000
 MAX_TAGS = 64
 MAX_TAG_CHARS = 100
 MAX_KEY_CHARS = 512
 MAX_METADATA_BYTES = 64_000
+MAX_METADATA_DEPTH = 32  # nesting levels: deeper is no application's metadata, and recursion has limits
 MIN_PREFIX = 4
 MAX_DURATION_MS = 1000 * 31_536_000_000  # 1000 years: TTLs and "ago" stay far inside int64
 MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
@@ -79,7 +81,7 @@ def validate_content(text: Any) -> str:
     if _has_surrogate(text):
         raise ValidationError("content is not valid Unicode (lone surrogate: invalid UTF-8 input?)")
     clean = normalise_content(text)
-    if not clean:
+    if not clean or all(_invisible(c) for c in clean):
         raise ValidationError("content is empty: give the text to remember")
     if len(clean) > MAX_CONTENT_CHARS:
         raise ValidationError(
@@ -200,19 +202,34 @@ def _has_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
+# Content made only of these shows nothing, so it is empty: besides whitespace, control (Cc) and format (Cf:
+# zero-width, direction marks, soft hyphen, BOM) characters, the combining grapheme joiner, the Hangul, Khmer
+# and Braille blanks, and the variation selectors.
+_INVISIBLE = frozenset([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0,
+                        *range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+
+
+def _invisible(c: str) -> bool:
+    return c.isspace() or unicodedata.category(c) in ("Cc", "Cf") or ord(c) in _INVISIBLE
+
+
 def validate_metadata(value: Any) -> dict[str, Any]:
-    """Metadata is a JSON object (given as a dict or as JSON text)."""
+    """Metadata is a JSON object (given as a dict or as JSON text) of finite numbers and integers within
+    64 bits, at most MAX_METADATA_DEPTH levels deep and MAX_METADATA_BYTES long."""
     if value is None:
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads(value, max_depth=MAX_METADATA_DEPTH, what="metadata")
         except json.JSONDecodeError as exc:
             raise ValidationError(f"metadata is not valid JSON: {exc.msg} (at character {exc.pos})") from None
     if not isinstance(value, dict):
         raise ValidationError("metadata must be a JSON object, like {\"ticket\": \"OPS-12\"}")
+    # before anything recursive (json.dumps, redaction) sees it: NaN or Infinity stored would make every JSON
+    # answer that includes the memory fail
+    check_tree(value, max_depth=MAX_METADATA_DEPTH, what="metadata", numbers=True)
     try:
-        encoded = json.dumps(value, ensure_ascii=False).encode("utf-8")
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except UnicodeEncodeError:
         raise ValidationError("metadata is not valid Unicode (lone surrogate: invalid UTF-8 input?)") from None
     except (TypeError, ValueError) as exc:

@@ -136,21 +136,30 @@ def namespaced_id(memory_id: str, namespace: str) -> str:
 
 
 def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]]) -> list[tuple[Memory, Any]]:
-    """The imported memories (with their vectors) that their namespace does not hold yet. An id is only
-    looked up within the memory's namespace; one that another namespace holds takes :func:`namespaced_id`
-    instead, so whether an id exists elsewhere changes nothing a caller sees (the same memory may be in two
-    spaces)."""
+    """The imported memories (with their vectors) that their namespace does not hold yet, each id once. An
+    id is only looked up within the memory's namespace; one that another namespace holds takes
+    :func:`namespaced_id` instead, so whether an id exists elsewhere changes nothing a caller sees (the same
+    memory may be in two spaces). Within the batch the first record with an id wins: a later one with the same
+    id in the same namespace is skipped like one already stored (ids stay unique), and one in another namespace
+    takes :func:`namespaced_id` too."""
     def owners(ids: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for start in range(0, len(ids), 500):
             found.update({m.id: m.namespace for m in store.get_many(ids[start:start + 500])})
         return found
 
-    known = owners([m.id for m, _ in mems])
+    known = owners(list(dict.fromkeys(m.id for m, _ in mems)))
+    claimed = dict(known)  # id -> namespace: the store's, then this batch's first record's
     moved = []
     for m, _ in mems:
-        if m.id in known and known[m.id] != m.namespace:
+        owner = claimed.setdefault(m.id, m.namespace)
+        if owner != m.namespace:
             m.id = namespaced_id(m.id, m.namespace)
             moved.append(m.id)
-    known.update(owners(moved))
-    return [(m, v) for m, v in mems if known.get(m.id) != m.namespace]
+    known.update(owners(list(dict.fromkeys(moved))))
+    out, taken = [], set()
+    for m, v in mems:
+        if known.get(m.id) != m.namespace and m.id not in taken:
+            taken.add(m.id)
+            out.append((m, v))
+    return out

@@ -57,7 +57,8 @@ def status_fields() -> list[Any]:
 def row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
     meta = row.get("metadata")
     try:
-        metadata = json.loads(meta) if meta else {}
+        # NaN/Infinity that an older memcli let in read as null: JSON answers cannot carry them
+        metadata = json.loads(meta, parse_constant=lambda _: None) if meta else {}
     except json.JSONDecodeError:
         metadata = {}
     vec = row.get("vector") if with_vector else None

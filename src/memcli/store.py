@@ -232,7 +232,13 @@ class MemoryStore(IndexMaintenance):
             delay = min(delay * 2, 2.0)
 
     def insert(self, rows: list[dict[str, Any]]) -> int:
-        """Insert rows whose id is new; rows with an existing id are left alone. Returns rows inserted."""
+        """Insert rows whose id is new; rows with an existing id are left alone, and so is a row whose id an
+        earlier row of ``rows`` has (merge_insert matches against the table only: it would insert both).
+        Returns rows inserted."""
+        first: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            first.setdefault(r["id"], r)
+        rows = list(first.values())
         if not rows:
             return 0
         import pyarrow as pa

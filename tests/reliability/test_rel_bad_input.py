@@ -5,12 +5,16 @@ Each bad input gets a clear error (CLI: exit 1 with the JSON error object, or ex
 HTTP: 4xx with {"ok": false, "error", "code"}; MCP: a tool result with isError and a message, or a JSON-RPC
 error), never a 500 or a traceback, and the store is unchanged: every row, field for field, before and after.
 A filter value that looks like SQL is data: it matches the one memory tagged with that exact text, no other.
+Fuzz values of every face (issue 26): NaN/Infinity (Python's json reads them; stored, they made every JSON
+answer that included the memory a 500), numbers of 5,000 digits, metadata nested 40 and 500 levels deep, and
+content made only of zero-width and direction marks (refused like empty content).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -29,6 +33,23 @@ from _util import AUTH, MEMCLI, Reaper, Server, cli, make_env, snapshot, start_s
 
 SQL = "x' OR '1'='1"
 BIG = "x" * 1_000_000
+ZW = "\u200b\u200c\u200d\u2060\ufeff \u200e\u200f\u202a\u202e\u2066\u2069\u00ad"  # nothing visible
+LONG = "9" * 5000  # Python's int() refuses more than 4,300 digits (a ValueError, once a 500)
+NON_FINITE = {"NaN": "NaN", "Infinity": "Infinity", "-Infinity": "Infinity", "1e999": "finite"}  # word said
+
+
+def nested(levels: int) -> str:
+    """A JSON object ``levels`` deep: {"a": {"a": ... 1}}."""
+    return '{"a": ' * levels + "1" + "}" * levels
+
+
+def nested_obj(levels: int) -> dict[str, Any]:
+    out: Any = 1
+    for _ in range(levels):
+        out = {"a": out}
+    return out
+
+
 SEEDS = [
     {"content": "the billing service uses PostgreSQL 16", "tags": ["decision"]},
     {"content": "a memory whose tag looks like SQL", "tags": [SQL]},
@@ -77,7 +98,18 @@ def _cli_cases(ids: list[str], tmp: Path) -> list[Case]:
         "surrogate.jsonl": b'{"content": "a fine memory", "metadata": {"a": "\\ud800"}}\n',
         "wrong-types.jsonl": json.dumps({"content": "a fine memory", "tags": [1, 2], "project": 5}).encode() + b"\n",
     }
+    fuzz_files = {  # name: (contents, a word the message must hold)
+        "nan.jsonl": (b'{"content": "a fine memory", "metadata": {"a": NaN}}\n', "NaN"),
+        "infinity.json": (b'[{"content": "a fine memory", "metadata": {"a": -Infinity}}]', "Infinity"),
+        "long-number.jsonl": (b'{"content": "a fine memory"}\n{"content": "another", "metadata": {"n": '
+                              + LONG.encode() + b'}}\n', "line 2"),
+        "deep.jsonl": (('{"content": "a fine memory", "metadata": ' + nested(500) + "}\n").encode(), "nested"),
+        "big-int.jsonl": (json.dumps({"content": "a fine memory", "metadata": {"n": 10 ** 30}}).encode(), "64 bits"),
+        "invisible.jsonl": (json.dumps({"content": ZW}).encode(), "empty"),
+    }
     for name, data in bad_files.items():
+        (tmp / name).write_bytes(data)
+    for name, (data, _) in fuzz_files.items():
         (tmp / name).write_bytes(data)
     mid = ids[0]
     return [
@@ -110,6 +142,20 @@ def _cli_cases(ids: list[str], tmp: Path) -> list[Case]:
         Case(["update", mid, "--importance", "7"], None, "error", "importance"),
         Case(["check-duplicate", ""], None, "error", "empty"),
         *[Case(["import", str(tmp / name)], None, "error", "", name == "huge-time.jsonl") for name in bad_files],
+        Case(["remember", ZW], None, "error", "empty", True),
+        Case(["remember", "-"], ZW.encode(), "error", "empty"),
+        *[Case(["remember", "fine", "--metadata", '{"a": %s}' % v], None, "error", word, v == "NaN")
+          for v, word in NON_FINITE.items()],
+        Case(["remember", "fine", "--metadata", '{"n": %s}' % LONG], None, "error", "5,000"),
+        Case(["remember", "fine", "--metadata", json.dumps({"n": 10 ** 30})], None, "error", "64 bits"),
+        Case(["remember", "fine", "--metadata", nested(500)], None, "error", "nested"),
+        Case(["remember", "fine", "--metadata", nested(33)], None, "error", "nested"),
+        Case(["update", mid, "--metadata", '{"a": Infinity}'], None, "error", "Infinity", True),
+        Case(["update", mid, "--metadata", nested(500)], None, "error", "nested"),
+        Case(["update", mid, "--content", ZW], None, "error", "empty"),
+        Case(["check-duplicate", ZW], None, "error", "empty"),
+        *[Case(["import", str(tmp / name)], None, "error", needle, name == "nan.jsonl")
+          for name, (_, needle) in fuzz_files.items()],
     ]
 
 
@@ -231,6 +277,42 @@ def _rest_cases(ids: list[str]) -> list[tuple[str, str, dict[str, Any], int]]:
         ("PATCH", f"/api/memories/{mid}", {"content": b"\xff"}, 400),
         ("PATCH", f"/api/memories/{mid}", {"json": {"importance": 0.1}, "headers": {"If-Match": "one"}}, 422),
         ("PATCH", f"/api/memories/{mid}", {"json": {"importance": 0.1}, "headers": {"If-Match": "7"}}, 412),
+        *_fuzz_cases(mid),
+    ]
+
+
+def _fuzz_cases(mid: str) -> list[tuple[str, str, dict[str, Any], int]]:
+    """NaN/Infinity, 5,000-digit numbers, deep metadata and invisible content on every write route: 422, or
+    400 for a body nested beyond what any request needs (like broken JSON)."""
+    post, one = "/api/memories", f"/api/memories/{mid}"
+
+    def raw(text: str) -> dict[str, Any]:
+        return {"content": text.encode(), "headers": {"Content-Type": "application/json"}}
+
+    cases: list[tuple[str, str, dict[str, Any], int]] = []
+    for v in NON_FINITE:
+        cases += [("POST", post, raw('{"content": "fine", "metadata": {"a": %s}}' % v), 422),
+                  ("POST", post, raw('{"content": "fine", "metadata": {"a": [1, {"b": %s}]}}' % v), 422),
+                  ("POST", post + "/batch", raw('[{"content": "fine four", "metadata": {"a": %s}}]' % v), 422),
+                  ("PATCH", one, raw('{"metadata": {"a": %s}}' % v), 422),
+                  ("POST", "/api/import", raw('{"records": [{"content": "fine", "metadata": {"a": %s}}]}' % v), 422)]
+    return cases + [
+        ("POST", post, raw('{"content": "fine", "metadata": {"n": %s}}' % LONG), 422),
+        ("POST", post, raw('{"content": "fine", "importance": %s}' % LONG), 422),
+        ("POST", post, raw('{"content": "fine", "created_at": %s}' % LONG), 422),
+        ("POST", post, {"json": {"content": "fine", "metadata": {"n": 10 ** 30}}}, 422),
+        ("POST", post, raw('{"content": "fine", "metadata": %s}' % nested(500)), 400),
+        ("POST", post, raw('{"content": "fine", "metadata": %s}' % nested(40)), 422),
+        ("POST", post, {"json": {"content": ZW}}, 422),
+        ("POST", post + "/batch", {"json": [{"content": "fine five"}, {"content": ZW}]}, 422),
+        ("PATCH", one, raw('{"metadata": {"n": %s}}' % LONG), 422),
+        ("PATCH", one, raw('{"metadata": %s}' % nested(500)), 400),
+        ("PATCH", one, raw('{"metadata": %s}' % nested(40)), 422),
+        ("PATCH", one, {"json": {"content": ZW}}, 422),
+        ("POST", "/api/check-duplicate", {"json": {"content": ZW}}, 422),
+        ("POST", "/api/import", raw('{"records": [{"content": "fine", "metadata": %s}]}' % nested(40)), 422),
+        ("POST", "/api/import", raw('{"records": [{"content": "fine", "created_at": %s}]}' % LONG), 422),
+        ("POST", "/api/import", {"json": {"records": [{"content": ZW}]}}, 422),
     ]
 
 
@@ -256,6 +338,27 @@ def test_rest_bad_input(seeded: tuple[Server, list[str], list[dict[str, Any]]]) 
         assert c.get("/api/memories", params={"source": SQL}).json() == []
         assert c.get("/health").json()["ok"] is True
     assert "Traceback" not in srv.log_text()
+    assert snapshot(srv.home) == before
+
+
+def test_a_space_token_cannot_break_the_admins_reads(seeded: tuple[Server, list[str], list[dict[str, Any]]]) -> None:
+    """A space token's write of NaN or deep metadata is refused; the admin's export and list still answer."""
+    srv, _, before = seeded
+    with srv.client() as admin:
+        r = admin.post("/api/spaces", json={"name": "fuzz", "agent": "eve"})
+        assert r.status_code in (200, 201), r.text
+        token = r.json()["api_token"]
+        with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {token}",
+                                                       "Content-Type": "application/json"}, timeout=60) as eve:
+            for body in ['{"content": "eve was here", "metadata": {"a": NaN}}',
+                         '{"content": "eve was here", "metadata": {"a": -Infinity}}',
+                         '{"content": "eve was here", "metadata": %s}' % nested(40),
+                         '{"content": "%s"}' % ZW]:
+                r = eve.post("/api/memories", content=body.encode())
+                assert r.status_code == 422 and r.json()["ok"] is False, (body[:60], r.status_code, r.text[:200])
+            assert eve.get("/api/memories").json() == []
+        assert admin.get("/api/export").status_code == 200
+        assert admin.get("/api/memories", params={"all_namespaces": "1"}).status_code == 200
     assert snapshot(srv.home) == before
 
 
@@ -314,13 +417,18 @@ MCP_CASES: list[tuple[str, dict[str, Any]]] = [
     ("check_duplicate", {"content": ""}),
     ("check_duplicate", {"content": "fine", "threshold": 5}),
     ("no_such_tool", {}),
+    ("remember", {"content": ZW}),
+    ("remember", {"content": "fine", "metadata": nested_obj(40)}),
+    ("remember", {"content": "fine", "metadata": {"n": 10 ** 30}}),
+    ("check_duplicate", {"content": ZW}),
 ]
 
 
 async def _mcp_matrix(session: ClientSession, ids: list[str]) -> None:
     cases = MCP_CASES + [("update", {"memory_id": ids[0], "content": ""}),
                          ("update", {"memory_id": ids[0], "importance": 3}),
-                         ("update", {"memory_id": ids[0], "scope": SQL})]
+                         ("update", {"memory_id": ids[0], "scope": SQL}),
+                         ("update", {"memory_id": ids[0], "content": ZW})]
     for tool, args in cases:
         res = await session.call_tool(tool, args)
         text = res.content[0].text if res.content else ""
@@ -357,6 +465,14 @@ RAW_TOOL_CALLS = [  # JSON that no SDK client would send: \u escapes of lone sur
     b'"arguments": {"content": "fine", "metadata": {"k": "\\udfff"}}}}',
     b'{"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": {"name": "remember", '
     b'"arguments": {"content": "fine", "tags": ["\\ud800"]}}}',
+    # the SDK's parser reads NaN and Infinity (the stdio line check too): the tool must refuse them
+    *[b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "remember", '
+      b'"arguments": {"content": "fine", "metadata": {"a": %s}}}}' % (14 + i, v.encode())
+      for i, v in enumerate(NON_FINITE)],
+    b'{"jsonrpc": "2.0", "id": 18, "method": "tools/call", "params": {"name": "remember", '
+    b'"arguments": {"content": "fine", "metadata": {"n": %s}}}}' % LONG.encode(),
+    b'{"jsonrpc": "2.0", "id": 19, "method": "tools/call", "params": {"name": "remember", '
+    b'"arguments": {"content": "fine", "metadata": %s}}}' % nested(500).encode(),
 ]
 RAW_GARBAGE = [b"caf\xe9 \xff\xfe not utf-8", b"[" * 50_000 + b"]" * 50_000, b"{}", b'{"jsonrpc": "2.0"}', b"null"]
 
@@ -369,14 +485,18 @@ def test_mcp_raw_bytes_over_stdio_and_http(seeded: tuple[Server, list[str], list
     proc = reaper.track(subprocess.Popen([MEMCLI, "mcp"], env=srv.env, stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=errlog))
     assert proc.stdin and proc.stdout
+    watchdog = threading.Timer(120, proc.kill)  # a call left unanswered ends the read (EOF), not the suite
+    watchdog.start()
 
     def send(line: bytes) -> None:
         proc.stdin.write(line + b"\n")
         proc.stdin.flush()
 
-    def replies_until(id_: int) -> list[dict[str, Any]]:
-        msgs = []
-        while not msgs or msgs[-1].get("id") != id_:
+    def replies_until(*ids: int) -> list[dict[str, Any]]:
+        """Every message up to the one that answers the last of ``ids`` (the SDK runs calls concurrently:
+        the answers may come in any order)."""
+        msgs: list[dict[str, Any]] = []
+        while not set(ids) <= {m.get("id") for m in msgs}:
             line = proc.stdout.readline()
             assert line, (tmp_path / "mcp-raw.err").read_text()
             msgs.append(json.loads(line))
@@ -388,11 +508,11 @@ def test_mcp_raw_bytes_over_stdio_and_http(seeded: tuple[Server, list[str], list
     for line in RAW_GARBAGE + RAW_TOOL_CALLS:
         send(line)
     send(json.dumps(_rpc(20, "tools/list", {})).encode())
-    msgs = replies_until(20)
-    assert {"remember", "recall", "forget"} <= {t["name"] for t in msgs[-1]["result"]["tools"]}  # still serving
-    # the SDK's reader drops a line it cannot parse (lone surrogates included) without an answer; whatever it
-    # does answer about those calls is an error
-    assert all(m.get("error") or m["result"]["isError"] is True for m in msgs[:-1]), msgs
+    msgs = replies_until(*range(11, 21))  # every call is answered, none left waiting
+    tools = next(m for m in msgs if m.get("id") == 20)
+    assert {"remember", "recall", "forget"} <= {t["name"] for t in tools["result"]["tools"]}  # still serving
+    assert all(m.get("error") or m["result"]["isError"] is True for m in msgs if m is not tools), msgs
+    watchdog.cancel()
     proc.stdin.close()
     proc.wait(30)
     errlog.close()

@@ -12,6 +12,7 @@ import typer
 from memcli.cli.context import use_json
 from memcli.cli.output import emit, out, progress
 from memcli.errors import ValidationError
+from memcli.strictjson import loads
 
 
 def register(app: typer.Typer) -> None:
@@ -64,14 +65,19 @@ def _read(file: str) -> str:
 
 def parse_export(text: str) -> tuple[dict[str, Any] | None, list[Any]]:
     """(header, records) from a JSONL export, a JSON export (`{"memcli_export": 1, "memories": [...]}`),
-    a JSON array of records (e.g. `memcli list --json`) or a single JSON record."""
+    a JSON array of records (e.g. `memcli list --json`) or a single JSON record. A number too long to be one
+    and deep nesting are refused, naming the line (:func:`memcli.strictjson.loads`); NaN and Infinity are
+    read, and refused by the record's check (a vector that holds one is re-embedded)."""
     stripped = text.strip()
     if not stripped:
         raise ValidationError("the import file is empty")
+    refused: ValidationError | None = None
     try:
-        doc = json.loads(stripped)
+        doc = loads(stripped, what="the import file", finite=False)
     except json.JSONDecodeError:
         doc = None  # not one JSON document: JSONL
+    except ValidationError as exc:
+        doc, refused = None, exc  # JSONL (its lines say which one), or one document that this refusal is about
     else:
         if isinstance(doc, list):
             return None, doc
@@ -90,9 +96,13 @@ def parse_export(text: str) -> tuple[dict[str, Any] | None, list[Any]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads(line, what=f"line {n}", finite=False)
         except json.JSONDecodeError as exc:
+            if refused is not None:
+                raise ValidationError(f"{refused.message}; nothing was imported") from None
             raise ValidationError(f"line {n} is not valid JSON: {exc.msg} (column {exc.colno}); nothing was imported") from None
+        except ValidationError as exc:
+            raise ValidationError(f"{exc.message}; nothing was imported") from None
         if n == 1 and isinstance(obj, dict) and "memcli_export" in obj:
             header = _check_header(obj)
             continue

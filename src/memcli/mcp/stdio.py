@@ -33,19 +33,34 @@ def _error(req_id: Any, code: int, message: str) -> str:
 def _id_of(text: str) -> Any:
     """The ``id`` of a message that is JSON but not a valid one (None when there is none)."""
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_int=_short_int)
     except (ValueError, RecursionError):
         return None
     return obj.get("id") if isinstance(obj, dict) else None
 
 
+def _short_int(text: str) -> int | None:
+    """An integer, or None for one of more than 4,300 digits (which ``int()`` refuses)."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
+    """Whether any string (key or value) holds a lone surrogate; iterative: a message nested 500 levels deep
+    (which json reads) must get its answer, not end the process with a RecursionError."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
     return False
 
 
@@ -63,8 +78,11 @@ def check_line(raw: bytes) -> tuple[str | None, str | None]:
         obj = json.loads(text)
     except RecursionError:
         return None, _error(None, PARSE_ERROR, "Parse error: the message is nested too deeply")
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return None, _error(None, PARSE_ERROR, f"Parse error: not JSON: {exc}")
+    except ValueError:  # JSON, but an integer of more than 4,300 digits, which Python does not read
+        return None, _error(_id_of(text), PARSE_ERROR, "Parse error: a number too long to read (more than "
+                                                       "4,300 digits); nothing was done")
     req_id = obj.get("id") if isinstance(obj, dict) else None
     if _has_surrogate(obj):  # `\ud800` alone is no character: the SDK's parser refuses it without a word
         return None, _error(req_id, PARSE_ERROR, "Parse error: invalid Unicode: a lone surrogate escape "

@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse
 
 from memcli.errors import ValidationError, public_message
 from memcli.models import parse_time_ms
+from memcli.strictjson import NestingError, loads
 
 MAX_BODY = 1 << 20  # 1 MiB for one memory
 MAX_BATCH_BODY = 10 << 20  # 10 MiB for a batch
@@ -33,8 +34,10 @@ def error_response(status: int, message: str, code: str, headers: dict[str, str]
                         headers=headers)
 
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The request body as JSON; 413 above ``limit`` bytes (checked while reading), 400 when broken."""
+async def read_json(request: Request, limit: int, *, finite: bool = True) -> Any:
+    """The request body as JSON; 413 above ``limit`` bytes (checked while reading), 400 when broken or nested
+    too deeply, 422 for a number too long to be one and, unless ``finite=False`` (export records, checked
+    field by field), for NaN or Infinity (:func:`memcli.strictjson.loads`)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"request body is larger than {limit:,} bytes", "payload_too_large")
@@ -46,14 +49,14 @@ async def read_json(request: Request, limit: int) -> Any:
     if not body.strip():
         raise ApiError(400, "the request body is empty: send a JSON object", "invalid_json")
     try:
-        return json.loads(bytes(body).decode("utf-8"))
+        return loads(bytes(body).decode("utf-8"), what="the request body", finite=finite)
     except UnicodeDecodeError:
         raise ApiError(400, "the request body is not valid UTF-8", "invalid_json") from None
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"the request body is not valid JSON: {exc.msg} (at character {exc.pos})",
                        "invalid_json") from None
-    except RecursionError:
-        raise ApiError(400, "the request body is nested too deeply", "invalid_json") from None
+    except NestingError as exc:
+        raise ApiError(400, exc.message, "invalid_json") from None
 
 
 def json_object(data: Any, allowed: set[str], what: str) -> dict[str, Any]:

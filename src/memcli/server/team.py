@@ -291,7 +291,9 @@ def transfer_routes(holder: "ServiceHolder") -> list[BaseRoute]:
         return JSONResponse(mems)
 
     async def import_(request: Request) -> Response:
-        data = await read_json(request, MAX_BATCH_BODY)
+        # export records, as memcli's client sends them: a broken vector may hold NaN (it is re-embedded);
+        # NaN in any field that is stored is refused by the record's check
+        data = await read_json(request, MAX_BATCH_BODY, finite=False)
         if not isinstance(data, dict) or not isinstance(data.get("records"), list):
             raise ValidationError("send {\"records\": [...], \"embedder\": {...}?, \"skip_same_content\": bool?, "
                                   "\"keep_secrets\": bool?}")
