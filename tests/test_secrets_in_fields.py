@@ -37,7 +37,7 @@ SECRETS = {
     "thread": "glpat-Zt7Lm4Xv8PRk9Wq2Ys3D",
     "metadata-key": "sk-proj-Lm4Xv8PRk9Wq2Zt7Ys3DgH5jK",
     "metadata-named": "Pc6Hy1Jd5Fs0Ga8Nm2Qx",  # {"db_password": …}
-    "metadata-zero-width": "ghp_Hd4Lr8Wz2Qx6Kt1Vb9Nm3Pc7Jy5Fs0GaUe" + "\u200b" + "Zi",  # a key (tags refuse it)
+    "metadata-zero-width": "ghp_Hd4Lr8Wz" + "\u200b" + "2Qx6Kt1Vb9Nm3Pc7Jy5Fs0GaUeZi",  # a key (tags refuse it)
 }
 ORDINARY_TAGS = ["password-reset", "api-key:stripe", "token:rotation"]
 ORDINARY_KEY = "db-password-policy"
