@@ -1,21 +1,27 @@
 """Secrets never reach the store: redact keys, tokens, passwords, private keys and ``<private>`` blocks.
 
-The core applies it on every write path (:class:`memcli.service.MemoryService`: remember, batches, update,
-import — so the CLI, REST, MCP, sync and the hooks all get it) unless a call opts out explicitly
-(``keep_secrets``, recorded in the audit log); the hooks also apply it to a turn before it is summarised or
-sent to an optional LLM, and to every payload before it is queued on disk (:func:`clean_payload_bytes`).
+The core applies it on every write path (:class:`memcli.service.MemoryService`: remember, batches, the key's
+upsert, update, import — so the CLI, REST, MCP, sync and the hooks all get it) to every stored string field
+(:func:`redact_fields`: content and context as text; tags, key, project and thread as labels; metadata keys
+as labels and values as text), so the audit log's diffs hold no secret either, unless a call opts out
+explicitly (``keep_secrets``, recorded in the audit log); the hooks also apply it to a turn before it is
+summarised or sent to an optional LLM, and to every payload before it is queued on disk
+(:func:`clean_payload_bytes`).
 
 Patterns are deliberately broad where a secret has a recognisable shape (a vendor prefix, a header, an
-assignment, a PEM block), and careful where it has none: a bare 40-character key (AWS's secret access key)
-is redacted only when it looks random (mixed case, high entropy, not a CamelCase word or a path), and a
-value in prose ("the password is hunter2") only when it looks like a password (letters and digits or
-symbols), so git SHAs, UUIDs, hashes, paths and identifiers in memories stay as they are
-(``python bench/redact.py`` measures both).
+assignment, a PEM block, a pgpass line, a docker config's ``auth``, ``curl -u``/``mysql -p`` on those
+commands' lines, 密码是 … in Chinese; a zero-width character inside a token does not hide it), and careful
+where it has none: a bare 40-character key (AWS's secret access key) is redacted only when it looks random
+(mixed case, high entropy, not a CamelCase word or a path), and a value in prose ("the password is hunter2")
+only when it looks like a password (letters and digits or symbols), so git SHAs, UUIDs, hashes, paths and
+identifiers in memories stay as they are (``python bench/redact.py`` measures both). A label's ``name:word``
+path (a tag ``api-key:stripe``) is a name, not an assignment (:func:`redact_label`).
 
 Standard library only: the hook client (a plain ``python -I -S`` script) imports it before it spools a turn.
 
-``openclaw/lib/redact.js`` mirrors this module for the OpenClaw plugin (which redacts a turn before it spools
-it): a change here must be ported there. ``tests/js/redact.test.mjs`` (run by tests/test_openclaw_plugin.py)
+``openclaw/lib/redact.js`` mirrors :func:`redact` for the OpenClaw plugin (which redacts a turn before it
+spools it; labels and metadata are redacted by the core only: the plugin spools turns, never a memory's
+fields): a change here must be ported there. ``tests/js/redact.test.mjs`` (run by tests/test_openclaw_plugin.py)
 keeps them equal: the patterns' text, and the output on every case of bench/data/redact_cases.json and on
 ordinary and generated texts.
 """
@@ -107,7 +113,8 @@ _MYSQL = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysq
                     r"mariadb-dump|mariadb-admin)\b")
 _MYSQL_PASSWORD = re.compile(r"(?<![\w-])(-p)([\"']?)([^\s\"'\-][^\s\"']*)")
 # A docker config's `"auth": "<base64 of user:password>"` (only when it decodes to one: "auth": "required" stays)
-_DOCKER_AUTH = re.compile(r"(?i)((?<![\w.\-])[\"']?auth[\"']?\s*[:=]\s*)([\"']?)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")
+_DOCKER_AUTH = re.compile(r"(?i)((?<![\w.\-])[\"']?auth[\"']?\s*[:=]\s*)([\"']?)([A-Za-z0-9+/]{4,}={0,2})"
+                          r"(?![A-Za-z0-9+/=])")
 _USER_PASSWORD = re.compile(r"[^\x00-\x1f\x7f:]+:[^\x00-\x1f\x7f]*")  # always fullmatch
 # A pgpass line, `host:port:database:user:password` (`\:` escapes a colon); checked by _pgpass so that
 # times, IPv6 addresses and compiler positions stay (a database and a user have a letter, a port is a port).
@@ -119,7 +126,8 @@ _CJK_PROSE = re.compile(r"((?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|�
 # Invisible characters (zero-width space/joiners, word joiner, BOM, soft hyphen) between two characters of a
 # token hide it from every pattern: redact() drops them there when that reveals a secret. Elsewhere (CJK text,
 # emoji sequences, Persian) they stay.
-_ZERO_WIDTH = re.compile("(?<=[A-Za-z0-9_+/=.\\-])[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]+(?=[A-Za-z0-9_+/=.\\-])")
+_ZERO_WIDTH = re.compile("(?<=[A-Za-z0-9_+/=.\\-])[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]+"
+                         "(?=[A-Za-z0-9_+/=.\\-])")
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+[\w.\-]*")
 # the same strings with one way to match them (_VERSION's fullmatch is quadratic on "1.1.1.…#")
 _VERSION_LINEAR = re.compile(r"v?\d+\.\d[\w.\-]*")
