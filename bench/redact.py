@@ -2,7 +2,7 @@
 
     python bench/redact.py            # secrets caught, ordinary texts changed (false positives), speed
 
-Secrets: the 48 kinds of bench/data/redact_cases.json, each in the sentence an agent would write it in; a
+Secrets: the 55 kinds of bench/data/redact_cases.json, each in the sentence an agent would write it in; a
 kind counts as caught when no 6+ character piece of its value survives. False positives, over texts that hold
 no secret: the hand-written tricky sentences of the same file (ids, hashes, paths, "the token is expired"),
 generated identifiers (40-hex git SHAs, UUIDs, memcli ids, sha256/sha512 digests, 40-character CamelCase

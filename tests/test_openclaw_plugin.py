@@ -219,7 +219,9 @@ def _redact_expectations() -> dict[str, Any]:
     sources: dict[str, Any] = {name.strip("_"): [getattr(py_redact, name).pattern, flags(getattr(py_redact, name))]
                                for name in ("_PRIVATE", "_PEM", "_BEARER", "_AUTH_HEADER", "_ASSIGN", "_URL_PASSWORD",
                                             "_CLI_PASSWORD", "_PROSE", "_VERSION", "_HYPHENED_WORDS", "_BARE40",
-                                            "_WORDLIKE")}
+                                            "_WORDLIKE", "_SEGMENT", "_CURL", "_CURL_USER", "_MYSQL",
+                                            "_MYSQL_PASSWORD", "_DOCKER_AUTH", "_PGPASS", "_CJK_PROSE",
+                                            "_ZERO_WIDTH")}
     sources["TOKENS"] = [[label, p.pattern, flags(p)] for label, p in py_redact._TOKENS]
     payloads = [
         {"session_id": "s-token=abcd1234", "cwd": "/home/me/password=hunter22", "transcript_path": "/t.jsonl",

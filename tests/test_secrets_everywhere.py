@@ -1,6 +1,6 @@
 """Secrets never reach the store, whichever way they come in (issue 17, item 9).
 
-The 49 kinds of bench/data/redact_cases.json (vendor keys, a bare AWS secret key in prose, JWTs, headers,
+The 55 kinds of bench/data/redact_cases.json (vendor keys, a bare AWS secret key in prose, JWTs, headers,
 passwords in assignments, URLs, flags and prose, PEM keys, `<private>` blocks, memcli's own tokens), each in
 the sentence an agent would write it in, go through every write path as a user launches it: the installed
 CLI (remember, its metadata, update, import), stdio MCP and `/mcp` (remember, update), REST (one, batch,

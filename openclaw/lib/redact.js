@@ -50,6 +50,7 @@ export function py(source, flags = "", extra = "") {
       else if (e === "s") take(klass !== null ? S : `[${S}]`);
       else if (e === "b" && klass === null) take(wordFollows(src, i) ? B_BEFORE_WORD : B);
       else if (e === "Z" && klass === null) take("$");
+      else if (e === "n") take("\\n");
       else if (e === '"' || e === "'" || e === "`") take(e);
       else if (e === "-") take(klass !== null ? "\\-" : "-");
       else if (/[1-9]/.test(e) && klass === null) take(`\\${e}`);
@@ -198,6 +199,20 @@ export const SOURCES = {
     String.raw`(?i)\b((?:password|passphrase|passwd|secret(?:[ _\-](?:access[ _\-])?key)?|api[ _\-]?key|access[ _\-]key|` +
     String.raw`private[ _\-]key|(?:auth|access|api|bearer|bot|refresh)[ _\-]token|token|credentials?)` +
     String.raw`\s+(?:is|was|are|were|is\s+now|became|to|of)\s+)([` + "`" + String.raw`'\"]?)([^\s` + "`" + String.raw`'\",;]{6,})`, "i"],
+  SEGMENT: [String.raw`[^\n|;&]+`, ""],
+  CURL: [String.raw`\bcurl\b`, ""],
+  CURL_USER: [String.raw`(?<![\w-])(-u\s*|-U\s*|--user(?:\s+|=)|--proxy-user(?:\s+|=))([\"']?)([^\s:\"'@]{1,128}:)` +
+    String.raw`([^\s\"']+)`, ""],
+  MYSQL: [String.raw`\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mysqlsh|mariadb|` +
+    String.raw`mariadb-dump|mariadb-admin)\b`, ""],
+  MYSQL_PASSWORD: [String.raw`(?<![\w-])(-p)([\"']?)([^\s\"'\-][^\s\"']*)`, ""],
+  DOCKER_AUTH: [String.raw`(?i)((?<![\w.\-])[\"']?auth[\"']?\s*[:=]\s*)([\"']?)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])`, "i"],
+  PGPASS: [String.raw`(?<![\w.\-*:\\/])((?:[\w.\-]+|\*):([0-9]{1,5}|\*):((?:\\.|[^\s:\\])+):((?:\\.|[^\s:\\])+):)` +
+    String.raw`((?:\\.|[^\s:\\])+)(?=\s|\Z)`, ""],
+  CJK_PROSE: [String.raw`((?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌)\s*(?:(?:是|为|為|设为|设置为|設為|改为|改成|改為)` +
+    String.raw`(?:\s*[：:])?|[：:=])\s*)([` + "`" + String.raw`'\"“「]?)([A-Za-z0-9!#$%&()*+\-./:<=>?@\[\]^_{|}~]{6,})`, ""],
+  // literal invisible characters, as in redact.py (String.raw would keep the escapes as text)
+  ZERO_WIDTH: ["(?<=[A-Za-z0-9_+/=.\\-])[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]+(?=[A-Za-z0-9_+/=.\\-])", ""],
   VERSION: [String.raw`v?\d+(?:\.\d+)+[\w.\-]*`, ""],
   HYPHENED_WORDS: [String.raw`[a-z]+\d*(?:-[a-z]+\d*)+`, ""],
   BARE40: [String.raw`(?<![A-Za-z0-9/+=_\-.])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_\-])`, ""],
@@ -223,6 +238,18 @@ const ASSIGN = sub(SOURCES.ASSIGN);
 const URL_PASSWORD = sub(SOURCES.URL_PASSWORD);
 const CLI_PASSWORD = sub(SOURCES.CLI_PASSWORD);
 const PROSE = sub(SOURCES.PROSE);
+const SEGMENT = sub(SOURCES.SEGMENT);
+const CURL = py(...SOURCES.CURL); // searched, not replaced: no g flag
+const CURL_USER = sub(SOURCES.CURL_USER);
+const MYSQL = py(...SOURCES.MYSQL);
+const MYSQL_PASSWORD = sub(SOURCES.MYSQL_PASSWORD);
+const DOCKER_AUTH = sub(SOURCES.DOCKER_AUTH);
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/; // b64decode(validate=True) refuses any other character; Buffer skips them
+const USER_PASSWORD = /^[^\x00-\x1f\x7f:]+:[^\x00-\x1f\x7f]*$/u; // redact.py's _USER_PASSWORD, fullmatch
+const PGPASS = sub(SOURCES.PGPASS);
+const CJK_PROSE = sub(SOURCES.CJK_PROSE);
+const ZERO_WIDTH = sub(SOURCES.ZERO_WIDTH);
+const DECIMAL = /^\p{Nd}+$/u; // Python's str.isdecimal()
 const HYPHENED_WORDS = fullmatcher(SOURCES.HYPHENED_WORDS[0]); // linear: each repetition starts with "-"
 const BARE40 = sub(SOURCES.BARE40);
 // _VERSION.fullmatch without its quadratic backtracking: `\d+(?:\.\d+)+[\w.\-]*` takes the same strings as
@@ -244,6 +271,16 @@ export function fullmatcher(source, flags = "") {
 /** Return `text` with every secret it recognises replaced by `[REDACTED:<kind>]`. */
 export function redact(text) {
   if (!text) return text;
+  const out = patterns(text);
+  const joined = out.replace(ZERO_WIDTH, "");
+  if (joined !== out) { // a token with invisible characters inside: redacted without them if they hid it
+    const again = patterns(joined);
+    if (again !== joined) return again;
+  }
+  return out;
+}
+
+function patterns(text) {
   text = text.replace(PRIVATE, "[private]");
   text = text.replace(PEM, "[REDACTED:private-key]");
   for (const [label, pat] of TOKENS) text = text.replace(pat, () => `[REDACTED:${label}]`);
@@ -251,8 +288,12 @@ export function redact(text) {
   text = text.replace(AUTH_HEADER, (...m) => keep(m, 3, "credential"));
   text = text.replace(BEARER, (m0, g1, g2, g3) => (g3.startsWith("[REDACTED") ? m0 : `${g1}${g2}[REDACTED:token]`));
   text = text.replace(CLI_PASSWORD, (m0, g1, g2) => (g2.startsWith("[REDACTED") ? m0 : `${g1}[REDACTED:password]`));
+  if (CURL.test(text) || MYSQL.test(text)) text = text.replace(SEGMENT, command);
+  text = text.replace(DOCKER_AUTH, dockerAuth);
+  text = text.replace(PGPASS, pgpass);
   text = text.replace(ASSIGN, (...m) => assign(m));
   text = text.replace(PROSE, (...m) => prose(m));
+  text = text.replace(CJK_PROSE, (...m) => prose(m));
   text = text.replace(BARE40, (m0, g1) => (looksRandom(g1) ? "[REDACTED:secret-key]" : m0));
   return text;
 }
@@ -337,6 +378,47 @@ function assign(m) {
     return m[0];
   }
   return `${m[1]}${m[2]}${m[3]}[REDACTED:secret]${m[5]}`;
+}
+
+/** A command-line flag's value that is a password, not a reference to one ($PASS, %PASS%, <password>). */
+const flagValue = (value) => !startsWithAny(value, ["[REDACTED", "[private", "$", "%", "<"]);
+
+/** One command of a line: the password flags of curl and the MySQL clients after their name redacted. */
+function command(seg) {
+  for (const [name, flag, repl] of [[CURL, CURL_USER, curlUser], [MYSQL, MYSQL_PASSWORD, mysqlPassword]]) {
+    const found = name.exec(seg);
+    if (found) {
+      const end = found.index + found[0].length;
+      seg = seg.slice(0, end) + seg.slice(end).replace(flag, repl);
+    }
+  }
+  return seg;
+}
+
+function curlUser(m0, g1, g2, g3, g4) {
+  return flagValue(g4) ? `${g1}${g2}${g3}[REDACTED:password]` : m0;
+}
+
+function mysqlPassword(m0, g1, g2, g3) {
+  return flagValue(g3) ? `${g1}${g2}[REDACTED:password]` : m0;
+}
+
+function dockerAuth(m0, g1, g2, value) {
+  if (value.length % 4 || !BASE64.test(value)) return m0;
+  let decoded;
+  try {
+    decoded = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(Buffer.from(value, "base64"));
+  } catch {
+    return m0;
+  }
+  return USER_PASSWORD.test(decoded) ? `${g1}${g2}[REDACTED:credential]` : m0;
+}
+
+function pgpass(m0, g1, port, db, user, password) {
+  if (port !== "*" && Number(port) > 65535) return m0;
+  if (![db, user].every((f) => f === "*" || LETTER.test(f))) return m0; // 10:15:30:45:00, fe80:1:2:3:4
+  if (DECIMAL.test(password) || password === "*" || !flagValue(password)) return m0;
+  return `${g1}[REDACTED:password]`;
 }
 
 function prose(m) {

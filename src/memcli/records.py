@@ -13,7 +13,7 @@ from memcli.models import (
     validate_content, validate_importance, validate_key, validate_metadata, validate_namespace, validate_project,
     validate_tags, validate_thread,
 )
-from memcli.redact import redact, redact_value
+from memcli.redact import STORED_FIELDS, redact_fields
 
 if TYPE_CHECKING:
     from memcli.embedders import Embedder
@@ -112,13 +112,15 @@ def reusable_vector(v: Any, dim: int) -> list[float] | None:
 
 
 def redact_memory(mem: Memory) -> bool:
-    """Redact an imported memory's content, context and metadata in place (its content hash follows).
-    Returns whether anything changed."""
-    content, context, metadata = redact(mem.content), [redact(c) for c in mem.context], redact_value(mem.metadata)
-    if (content, context, metadata) == (mem.content, mem.context, mem.metadata):
+    """Redact every stored string field of a memory in place (:func:`memcli.redact.redact_fields`: content,
+    context, tags, key, project, thread, metadata; its content hash follows). Returns whether anything changed."""
+    before = {name: getattr(mem, name) for name in STORED_FIELDS}
+    after = redact_fields(before)
+    if after == before:
         return False
-    mem.content, mem.context, mem.metadata = content, context, metadata
-    mem.content_hash = content_hash(content)
+    for name, value in after.items():
+        setattr(mem, name, value)
+    mem.content_hash = content_hash(mem.content)
     return True
 
 

@@ -1,21 +1,27 @@
 """Secrets never reach the store: redact keys, tokens, passwords, private keys and ``<private>`` blocks.
 
-The core applies it on every write path (:class:`memcli.service.MemoryService`: remember, batches, update,
-import — so the CLI, REST, MCP, sync and the hooks all get it) unless a call opts out explicitly
-(``keep_secrets``, recorded in the audit log); the hooks also apply it to a turn before it is summarised or
-sent to an optional LLM, and to every payload before it is queued on disk (:func:`clean_payload_bytes`).
+The core applies it on every write path (:class:`memcli.service.MemoryService`: remember, batches, the key's
+upsert, update, import — so the CLI, REST, MCP, sync and the hooks all get it) to every stored string field
+(:func:`redact_fields`: content and context as text; tags, key, project and thread as labels; metadata keys
+as labels and values as text), so the audit log's diffs hold no secret either, unless a call opts out
+explicitly (``keep_secrets``, recorded in the audit log); the hooks also apply it to a turn before it is
+summarised or sent to an optional LLM, and to every payload before it is queued on disk
+(:func:`clean_payload_bytes`).
 
 Patterns are deliberately broad where a secret has a recognisable shape (a vendor prefix, a header, an
-assignment, a PEM block), and careful where it has none: a bare 40-character key (AWS's secret access key)
-is redacted only when it looks random (mixed case, high entropy, not a CamelCase word or a path), and a
-value in prose ("the password is hunter2") only when it looks like a password (letters and digits or
-symbols), so git SHAs, UUIDs, hashes, paths and identifiers in memories stay as they are
-(``python bench/redact.py`` measures both).
+assignment, a PEM block, a pgpass line, a docker config's ``auth``, ``curl -u``/``mysql -p`` on those
+commands' lines, 密码是 … in Chinese; a zero-width character inside a token does not hide it), and careful
+where it has none: a bare 40-character key (AWS's secret access key) is redacted only when it looks random
+(mixed case, high entropy, not a CamelCase word or a path), and a value in prose ("the password is hunter2")
+only when it looks like a password (letters and digits or symbols), so git SHAs, UUIDs, hashes, paths and
+identifiers in memories stay as they are (``python bench/redact.py`` measures both). A label's ``name:word``
+path (a tag ``api-key:stripe``) is a name, not an assignment (:func:`redact_label`).
 
 Standard library only: the hook client (a plain ``python -I -S`` script) imports it before it spools a turn.
 
-``openclaw/lib/redact.js`` mirrors this module for the OpenClaw plugin (which redacts a turn before it spools
-it): a change here must be ported there. ``tests/js/redact.test.mjs`` (run by tests/test_openclaw_plugin.py)
+``openclaw/lib/redact.js`` mirrors :func:`redact` for the OpenClaw plugin (which redacts a turn before it
+spools it; labels and metadata are redacted by the core only: the plugin spools turns, never a memory's
+fields): a change here must be ported there. ``tests/js/redact.test.mjs`` (run by tests/test_openclaw_plugin.py)
 keeps them equal: the patterns' text, and the output on every case of bench/data/redact_cases.json and on
 ordinary and generated texts.
 """
@@ -75,11 +81,14 @@ _AUTH_HEADER = re.compile(r"(?i)\b(authorization|x-api-key|api-key|x-auth-token)
 # Keys are matched from where they start (no earlier word character, dot or dash): a start inside a key
 # finds nothing a start at its beginning would not, and every start scans the rest of its key, so one long
 # dotted word ("a.a.a.…", 32,000 characters) cost minutes without the lookbehind.
+# the names of a secret (an assignment's key; a metadata key, :func:`redact_metadata`)
+_SECRET_NAMES = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
+                 r"private[_\-]?key|secret[_\-]?key|client[_\-]?secret|auth[_\-]?token|credentials?|account[_\-]?key|"
+                 r"shared[_\-]?access[_\-]?key|signing[_\-]?key|encryption[_\-]?key)")
 _ASSIGN = re.compile(
-    r"(?i)((?<![\w.\-])[\"']?[\w.\-]*?(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"
-    r"private[_\-]?key|secret[_\-]?key|client[_\-]?secret|auth[_\-]?token|credentials?|account[_\-]?key|"
-    r"shared[_\-]?access[_\-]?key|signing[_\-]?key|encryption[_\-]?key)\b[\"']?)(\s*(?:=|:|=>)\s*)"
+    r"(?i)((?<![\w.\-])[\"']?[\w.\-]*?" + _SECRET_NAMES + r"\b[\"']?)(\s*(?:=|:|=>)\s*)"
     r"([\"']?)([^\s\"',;}{)]{4,})(\3)")
+_SECRET_NAME = re.compile(r"(?i)[\w.\-]*?" + _SECRET_NAMES)  # always fullmatch: a key that names a secret
 _WORDS = frozenset("""none null true false required optional str string int bool bytes the this that these those
 from with your our their which what will would should must can could is are was were be been being empty
 missing stored set unset env environment variable variables field value values here there below above
@@ -92,6 +101,33 @@ _PROSE = re.compile(
     r"(?i)\b((?:password|passphrase|passwd|secret(?:[ _\-](?:access[ _\-])?key)?|api[ _\-]?key|access[ _\-]key|"
     r"private[ _\-]key|(?:auth|access|api|bearer|bot|refresh)[ _\-]token|token|credentials?)"
     r"\s+(?:is|was|are|were|is\s+now|became|to|of)\s+)([`'\"]?)([^\s`'\",;]{6,})")
+# A password after a flag that holds one only on some commands' lines: `curl -u user:PASS` (`--user`, and the
+# proxy's `-U`), `mysql -pPASS` (the MySQL/MariaDB clients; `-p` alone makes them ask). A line is cut into
+# commands at `|`, `;` and `&`, and only the flags after the command's name count (`docker run -u 1000:1000`,
+# `mkdir -p dir` stay). The user part is bounded: "x.-ux.-ux.-u…" has one start per "-u" in one long word.
+_SEGMENT = re.compile(r"[^\n|;&]+")
+_CURL = re.compile(r"\bcurl\b")
+_CURL_USER = re.compile(r"(?<![\w-])(-u\s*|-U\s*|--user(?:\s+|=)|--proxy-user(?:\s+|=))([\"']?)([^\s:\"'@]{1,128}:)"
+                        r"([^\s\"']+)")
+_MYSQL = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mysqlsh|mariadb|"
+                    r"mariadb-dump|mariadb-admin)\b")
+_MYSQL_PASSWORD = re.compile(r"(?<![\w-])(-p)([\"']?)([^\s\"'\-][^\s\"']*)")
+# A docker config's `"auth": "<base64 of user:password>"` (only when it decodes to one: "auth": "required" stays)
+_DOCKER_AUTH = re.compile(r"(?i)((?<![\w.\-])[\"']?auth[\"']?\s*[:=]\s*)([\"']?)([A-Za-z0-9+/]{4,}={0,2})"
+                          r"(?![A-Za-z0-9+/=])")
+_USER_PASSWORD = re.compile(r"[^\x00-\x1f\x7f:]+:[^\x00-\x1f\x7f]*")  # always fullmatch
+# A pgpass line, `host:port:database:user:password` (`\:` escapes a colon); checked by _pgpass so that
+# times, IPv6 addresses and compiler positions stay (a database and a user have a letter, a port is a port).
+_PGPASS = re.compile(r"(?<![\w.\-*:\\/])((?:[\w.\-]+|\*):([0-9]{1,5}|\*):((?:\\.|[^\s:\\])+):((?:\\.|[^\s:\\])+):)"
+                     r"((?:\\.|[^\s:\\])+)(?=\s|\Z)")
+# A password stated in Chinese prose: 数据库密码是 Xk9…, 密码：…, 令牌为 … (a value that looks like one, as _PROSE)
+_CJK_PROSE = re.compile(r"((?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌)\s*(?:(?:是|为|為|设为|设置为|設為|改为|改成|改為)"
+                        r"(?:\s*[：:])?|[：:=])\s*)([`'\"“「]?)([A-Za-z0-9!#$%&()*+\-./:<=>?@\[\]^_{|}~]{6,})")
+# Invisible characters (zero-width space/joiners, word joiner, BOM, soft hyphen) between two characters of a
+# token hide it from every pattern: redact() drops them there when that reveals a secret. Elsewhere (CJK text,
+# emoji sequences, Persian) they stay.
+_ZERO_WIDTH = re.compile("(?<=[A-Za-z0-9_+/=.\\-])[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]+"
+                         "(?=[A-Za-z0-9_+/=.\\-])")
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+[\w.\-]*")
 # the same strings with one way to match them (_VERSION's fullmatch is quadratic on "1.1.1.…#")
 _VERSION_LINEAR = re.compile(r"v?\d+\.\d[\w.\-]*")
@@ -111,20 +147,46 @@ PAYLOAD_IDS = frozenset({"session_id", "transcript_path", "cwd", "hook_event_nam
 
 def redact(text: str) -> str:
     """Return ``text`` with every secret it recognises replaced by ``[REDACTED:<kind>]``."""
+    return _redact(text, label=False)
+
+
+def redact_label(text: str) -> str:
+    """A tag, key, project, thread or metadata key redacted: as :func:`redact`, except that a ``name:word``
+    path stays (``api-key:stripe``, ``token:rotation``: in a label a colon separates names). A value with
+    digits or symbols after the colon (``password:hunter2x``), one after ``=``, and every token are redacted."""
+    return _redact(text, label=True)
+
+
+def _redact(text: str, label: bool) -> str:
     if not text:
         return text
+    out = _patterns(text, label)
+    joined = _ZERO_WIDTH.sub("", out)
+    if joined != out:  # a token with invisible characters inside: redacted without them if they hid it
+        again = _patterns(joined, label)
+        if again != joined:
+            return again
+    return out
+
+
+def _patterns(text: str, label: bool) -> str:
     text = _PRIVATE.sub("[private]", text)
     text = _PEM.sub("[REDACTED:private-key]", text)
-    for label, pat in _TOKENS:
-        text = pat.sub(f"[REDACTED:{label}]", text)
+    for kind, pat in _TOKENS:
+        text = pat.sub(f"[REDACTED:{kind}]", text)
     text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}[REDACTED:password]{m.group(3)}", text)
-    text = _AUTH_HEADER.sub(lambda m: _keep(m, 3, "credential"), text)
+    text = _AUTH_HEADER.sub(lambda m: _keep(m, 3, "credential", label), text)
     text = _BEARER.sub(lambda m: m.group(0) if m.group(3).startswith("[REDACTED") else
                        f"{m.group(1)}{m.group(2)}[REDACTED:token]", text)
     text = _CLI_PASSWORD.sub(lambda m: m.group(0) if m.group(2).startswith("[REDACTED") else
                              f"{m.group(1)}[REDACTED:password]", text)
-    text = _ASSIGN.sub(_assign, text)
+    if _CURL.search(text) or _MYSQL.search(text):
+        text = _SEGMENT.sub(_command, text)
+    text = _DOCKER_AUTH.sub(_docker_auth, text)
+    text = _PGPASS.sub(_pgpass, text)
+    text = _ASSIGN.sub(lambda m: _assign(m, label), text)
     text = _PROSE.sub(_prose, text)
+    text = _CJK_PROSE.sub(_prose, text)
     text = _BARE40.sub(lambda m: "[REDACTED:secret-key]" if looks_random(m.group(1)) else m.group(0), text)
     return text
 
@@ -191,21 +253,89 @@ def looks_random(token: str) -> bool:
     return entropy >= 4.3
 
 
-def _keep(m: re.Match[str], quote_group: int, label: str) -> str:
+# a label's `name:word` path (api-key:stripe, secret:rotation/vault): names, no digits or symbols
+_NAME_PATH = re.compile(r"[^\W\d_]+(?:[\-_./][^\W\d_]+)*")  # always fullmatch
+
+
+def _name_path(m: re.Match[str], sep: int, value: str) -> bool:
+    return m.group(sep) == ":" and bool(_NAME_PATH.fullmatch(value))
+
+
+def _keep(m: re.Match[str], quote_group: int, kind: str, label: bool = False) -> str:
     value = m.group(quote_group + 1)
     if value.startswith("[REDACTED") or value.lower() in ("none", "null", "true", "false"):
         return m.group(0)
-    return f"{m.group(1)}{m.group(2)}{m.group(quote_group)}[REDACTED:{label}]"
-
-
-def _assign(m: re.Match[str]) -> str:
-    value = m.group(4)
-    if value.startswith(("[REDACTED", "[private")) or value.lower().strip(".:") in _WORDS:
+    if label and _name_path(m, 2, value):
         return m.group(0)
-    # `password = os.environ…` (read from the environment) or `token: str` are code, not secrets
-    if value.startswith(("os.", "env.", "process.env", "${", "$", "getenv", "<", "input(")) or value.endswith("("):
+    return f"{m.group(1)}{m.group(2)}{m.group(quote_group)}[REDACTED:{kind}]"
+
+
+def _placeholder(value: str) -> bool:
+    """A value named a secret that is not one: a marker, a placeholder word, or code that reads the secret
+    (`password = os.environ…`, `token: str`)."""
+    if value.startswith(("[REDACTED", "[private")) or value.lower().strip(".:") in _WORDS:
+        return True
+    return value.startswith(("os.", "env.", "process.env", "${", "$", "getenv", "<", "input(")) or value.endswith("(")
+
+
+def _assign(m: re.Match[str], label: bool = False) -> str:
+    value = m.group(4)
+    if _placeholder(value) or (label and _name_path(m, 2, value)):
         return m.group(0)
     return f"{m.group(1)}{m.group(2)}{m.group(3)}[REDACTED:secret]{m.group(5)}"
+
+
+def _flag_value(value: str) -> bool:
+    """A command-line flag's value that is a password, not a reference to one ($PASS, %PASS%, <password>)."""
+    return not value.startswith(("[REDACTED", "[private", "$", "%", "<"))
+
+
+def _command(m: re.Match[str]) -> str:
+    """One command of a line: the password flags of curl and the MySQL clients after their name redacted."""
+    seg = m.group(0)
+    for name, flag, repl in ((_CURL, _CURL_USER, _curl_user), (_MYSQL, _MYSQL_PASSWORD, _mysql_password)):
+        found = name.search(seg)
+        if found:
+            seg = seg[:found.end()] + flag.sub(repl, seg[found.end():])
+    return seg
+
+
+def _curl_user(m: re.Match[str]) -> str:
+    if not _flag_value(m.group(4)):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}{m.group(3)}[REDACTED:password]"
+
+
+def _mysql_password(m: re.Match[str]) -> str:
+    if not _flag_value(m.group(3)):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}[REDACTED:password]"
+
+
+def _docker_auth(m: re.Match[str]) -> str:
+    import base64  # only when a text has an `auth` field
+
+    value = m.group(3)
+    if len(value) % 4:
+        return m.group(0)
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return m.group(0)
+    if not _USER_PASSWORD.fullmatch(decoded):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}[REDACTED:credential]"
+
+
+def _pgpass(m: re.Match[str]) -> str:
+    port, db, user, password = m.group(2), m.group(3), m.group(4), m.group(5)
+    if port != "*" and int(port) > 65535:
+        return m.group(0)
+    if not all(f == "*" or any(c.isalpha() for c in f) for f in (db, user)):
+        return m.group(0)  # 10:15:30:45:00, fe80:1:2:3:4
+    if password.isdecimal() or password == "*" or not _flag_value(password):
+        return m.group(0)
+    return f"{m.group(1)}[REDACTED:password]"
 
 
 def _prose(m: re.Match[str]) -> str:
@@ -232,15 +362,53 @@ def fix_surrogates(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def redact_value(value: Any) -> Any:
-    """A JSON value (metadata) with every string in it redacted; keys and other types as they are."""
+# A memory's stored string fields and how each is redacted (redact_fields): text, labels, lists of them, metadata.
+STORED_FIELDS = ("content", "context", "tags", "key", "project", "thread", "metadata")
+
+
+def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """A memory's fields (named as :class:`memcli.models.Memory` and the store's update values name them)
+    with every stored string redacted as its field needs: content and context as text; tags, key, project
+    and thread as labels (:func:`redact_label`); metadata by :func:`redact_metadata`. Other fields, and
+    None, as they are. Every write of a memory goes through it, so its audit diff holds no secret either."""
+    out = dict(fields)
+    for name, value in fields.items():
+        if value is None or name not in STORED_FIELDS:
+            continue
+        if name == "content":
+            out[name] = redact(value)
+        elif name == "context":
+            out[name] = [redact(v) for v in value]
+        elif name == "tags":  # two tags with different secrets are one tag now
+            out[name] = list(dict.fromkeys(redact_label(v) for v in value))
+        elif name == "metadata":
+            out[name] = redact_metadata(value)
+        else:
+            out[name] = redact_label(value)
+    return out
+
+
+def redact_metadata(value: Any) -> Any:
+    """A JSON value (metadata) with its secrets redacted: every string as text, every key as a label, and a
+    string under a key that names a secret (``db_password``, ``apiKey``, ``client_secret``) as a whole, unless
+    it is a placeholder. Two keys that redact alike are kept apart (``… (2)``); other types as they are."""
     if isinstance(value, str):
         return redact(value)
-    if isinstance(value, dict):
-        return {k: redact_value(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_value(v) for v in value]
-    return value
+        return [redact_metadata(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        key = redact_label(k) if isinstance(k, str) else k
+        n = 1
+        while key in out:  # {"ghp_…a": 1, "ghp_…b": 2}: both values kept
+            n += 1
+            key = f"{redact_label(k)} ({n})"
+        named = isinstance(k, str) and isinstance(v, str) and _SECRET_NAME.fullmatch(k)
+        out[key] = "[REDACTED:secret]" if named and len(v.strip()) >= 4 and not _placeholder(v.strip()) \
+            else redact_metadata(v)
+    return out
 
 
 def clean_payload(value: Any, redact_text: bool = True) -> Any:

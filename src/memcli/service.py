@@ -19,7 +19,7 @@ from memcli.models import (
 )
 from memcli.records import (embed_memories, not_in_namespace, record_number, record_to_memory, redact_memory,
                             reusable_vector)
-from memcli.redact import redact, redact_value
+from memcli.redact import redact, redact_fields
 from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
 from memcli.rows import memory_to_row
 from memcli.store import ACTIVE_FILTER, Candidates, quote
@@ -91,11 +91,9 @@ class MemoryService:
             raise ValidationError(f"unknown source {source!r}")
         content = validate_content(item.content)
         metadata = validate_metadata(item.metadata)
-        if not item.keep_secrets:  # secrets pasted by accident never reach the store (memcli.redact)
-            content, metadata = redact(content), redact_value(metadata)
         ttl_ms = parse_duration_ms(item.ttl) if item.ttl is not None else None
         created = validate_time_ms(item.created_at, "created_at") if item.created_at is not None else now
-        return Memory(
+        mem = Memory(
             id=new_id(), content=content, namespace=self._ns(item.namespace),
             project=validate_project(item.project) if item.project is not None else self.project,
             scope=normalise_scope(item.scope, item.agent) if (item.scope or item.agent) else (
@@ -105,6 +103,9 @@ class MemoryService:
             created_at=created, updated_at=now, expires_at=(now + ttl_ms) if ttl_ms else None, version=1,
             content_hash=content_hash(content), thread=validate_thread(item.thread),
         )
+        if not item.keep_secrets:  # secrets pasted by accident never reach the store, in any field (memcli.redact)
+            redact_memory(mem)
+        return mem
 
     def _similar(self, vector: Any, namespace: str, threshold: float, *, exclude: str | None = None,
                  k: int = 5) -> list[RecallHit]:
@@ -376,22 +377,26 @@ class MemoryService:
             raise VersionConflictError(
                 f"memory {mem.id} is at version {mem.version}, not {expected_version}: it changed since you read it",
                 current_version=mem.version)
+        given = {"content": validate_content(content) if content is not None else None,
+                 "tags": validate_tags(tags) if tags is not None else None,
+                 "metadata": validate_metadata(metadata) if metadata is not None else None}
+        if not keep_secrets:  # the store and the audit log's diff get the redacted values
+            given = redact_fields(given)
         values: dict[str, Any] = {}
-        if content is not None:
-            text = validate_content(content)
-            text = text if keep_secrets else redact(text)
+        if given["content"] is not None:
+            text = given["content"]
             if content_hash(text) != mem.content_hash or text != mem.content:
                 values.update(content=text, content_hash=content_hash(text))
                 if content_hash(text) != mem.content_hash:
                     values.update(self._vector_values(text, mem.context))
-        if tags is not None:
-            values["tags"] = validate_tags(tags)
+        if given["tags"] is not None:
+            values["tags"] = given["tags"]
         if importance is not None:
             values["importance"] = validate_importance(importance)
         if scope is not None or agent is not None:
             values["scope"] = normalise_scope(scope, agent)
-        if metadata is not None:
-            values["metadata"] = validate_metadata(metadata) if keep_secrets else redact_value(validate_metadata(metadata))
+        if given["metadata"] is not None:
+            values["metadata"] = given["metadata"]
         if ttl is not None:
             keep = isinstance(ttl, str) and ttl.strip().lower() in ("never", "none")
             values["expires_at"] = None if keep else now_ms() + parse_duration_ms(ttl)
@@ -474,7 +479,8 @@ class MemoryService:
                     cvec = reusable_vector(r.get("context_vector"), self.embedder.dim)
                     vec = (vec, cvec if cvec is not None else vec)
                 mem = record_to_memory(r)
-            if not keep_secrets and redact_memory(mem):
+            text = (mem.content, mem.context)
+            if not keep_secrets and redact_memory(mem) and (mem.content, mem.context) != text:
                 vec = None  # the vectors of the text as it was: embed what is stored
             mems.append((mem, vec))
         todo = not_in_namespace(self.store, mems)
