@@ -7,17 +7,17 @@ subclasses with the same messages; anything else (no server, another home's serv
 5xx, a broken connection, an older server without a route) is :class:`Unavailable`: the caller then opens
 the store itself and loses nothing.
 
-The CLI uses it for the home's own warm server (:meth:`RemoteService.for_home`: ``server.json``, the
-home's token and id), reads and writes alike, with a fallback to the store. Before the token leaves this
-process the server must prove it holds the home's token (a challenge answered with an HMAC bound to its
-port, :mod:`memcli.proof`); the proof is remembered for that server process in
-``<home>/hooks-state/verified`` (:func:`memcli.proof.verified_mark`, shared with the hook client: a later
-process that gets the pid of a killed server is not that process), so the hot path stays one request. In team mode (:meth:`RemoteService.for_team`:
-``MEMCLI_API_URL`` + ``MEMCLI_API_TOKEN``) it is the whole service — reads, writes, history, export/import —
-of a memcli server reached over http:// or https:// (``ssl`` is imported only then), with no fallback:
-every error is a :class:`MemcliError` (the server's own, or :class:`UnreachableError` naming the URL).
-Standard library only, and little of it: one HTTP/1.1 exchange on a socket (``http.client`` alone imports
-``email`` and ``ssl``, ~25 ms); no LanceDB, numpy, httpx or pydantic on this path.
+The CLI uses it for the home's own warm server (:meth:`RemoteService.for_home`: ``server.json``, the home's
+token and id), reads and writes alike, with a fallback to the store. Before the token leaves this process the
+server must prove it holds the home's token (a challenge answered with an HMAC bound to its port,
+:mod:`memcli.proof`); the proof is remembered for that server process in ``<home>/hooks-state/verified``
+(:func:`memcli.proof.verified_mark`, shared with the hook client: a later process that gets the pid of a
+killed server is not that process), so the hot path stays one request. In team mode
+(:meth:`RemoteService.for_team`: ``MEMCLI_API_URL`` + ``MEMCLI_API_TOKEN``) it is the whole service — reads,
+writes, history, export/import — of a memcli server reached over http:// or https:// (``ssl`` is imported only
+then), with no fallback: every error is a :class:`MemcliError` (the server's own, or :class:`UnreachableError`
+naming the URL). Standard library only, and little of it: one HTTP/1.1 exchange on a socket (``http.client``
+alone imports ``email`` and ``ssl``, ~25 ms); no LanceDB, numpy, httpx or pydantic on this path.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from memcli.errors import (
     UnreachableError, ValidationError, VersionConflictError,
 )
 from memcli.home import HOME_HEADER, read_auth, running_server
-from memcli.proof import CHALLENGE_HEADER, VERIFIED, proof_ok, verified_mark
 from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult, normalise_scope, validate_metadata
+from memcli.proof import CHALLENGE_HEADER, VERIFIED, proof_ok, verified_mark
 
 if TYPE_CHECKING:
     from memcli.config import Config

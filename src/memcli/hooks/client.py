@@ -8,14 +8,14 @@ every failure is one line in ``<home>/logs/hooks.log``.
 
 It only talks to a server of its own home, and makes sure of it **before** it sends the token or a prompt: a
 server must first answer a fresh challenge with an HMAC keyed by the home's token and bound to its port
-(:mod:`memcli.proof`); the answer is remembered for that server process (``<home>/hooks-state/verified``:
-its port, its pid and what no later process with that pid can have, :func:`memcli.proof.verified_mark`), so
-the hot path stays one request. Whatever listens on a port without that proof (a squatter on ``MEMCLI_PORT``,
-or on the port of a server that was killed, whatever process got its pid since) gets nothing and is never
-printed. Every request also carries the home id of ``<home>/auth.json`` (see :mod:`memcli.home`): a server
-of another home refuses (401 or 421 ``wrong_home``) without reading or writing anything. Such a refusal, like no server at all, means "no
-server of mine": the client starts this home's own (on another free port if the usual one is taken), which
-records its port in ``<home>/server.json``, and waits for it within the hook's budget.
+(:mod:`memcli.proof`); the answer is remembered for that server process (``<home>/hooks-state/verified``: its
+port, its pid and what no later process with that pid can have, :func:`memcli.proof.verified_mark`), so the
+hot path stays one request. Whatever listens on a port without that proof (a squatter on ``MEMCLI_PORT``, or
+on the port of a server that was killed, whatever process got its pid since) gets nothing and is never
+printed. Every request also carries the home id of ``<home>/auth.json`` (see :mod:`memcli.home`): a server of
+another home refuses (401 or 421 ``wrong_home``) without reading or writing anything. Such a refusal, like no
+server at all, means "no server of mine": the client starts this home's own (on another free port if the usual
+one is taken), which records its port in ``<home>/server.json``, and waits for it within the hook's budget.
 
 Settings, each first found wins (the same as :func:`memcli.config.load_config`):
 
