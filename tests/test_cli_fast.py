@@ -17,6 +17,7 @@ import pytest
 
 from _memcli_server import MEMCLI, ServerProc, start_server
 from memcli.cli import fast, lean
+from memcli.proof import verified_mark
 from test_cli_server_writes import _env, cli
 
 pytestmark = pytest.mark.slow
@@ -208,10 +209,15 @@ def test_an_unproven_server_gets_nothing_from_the_lean_route(served: ServerProc,
     verified = served.home / "hooks-state" / "verified"
     verified.unlink(missing_ok=True)
     assert route(env, "recall", "billing", "--json") == "full"  # proves it, and notes it
-    assert verified.read_text() == f"{served.port} {served.proc.pid}"
+    assert verified.read_text() == verified_mark(served.port, served.proc.pid)
     assert route(env, "recall", "billing", "--json") == "lean"
     verified.write_text(f"{served.port} 1")  # a proof of another process
     assert route(env, "recall", "billing", "--json") == "full"
+    # the proof of an earlier process that had this pid (same port and pid, another start time): not this one
+    port, pid, start, boot = verified_mark(served.port, served.proc.pid).split(" ")
+    verified.write_text(f"{port} {pid} {int(start) - 1} {boot}")
+    assert route(env, "recall", "billing", "--json") == "full"
+    assert verified.read_text() == verified_mark(served.port, served.proc.pid)  # proven again, and noted
 
 
 def test_parse_takes_only_what_click_would_take_the_same_way() -> None:

@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from _memcli_server import MEMCLI, ServerProc, free_port, start_server
+from memcli.proof import verified_mark
 
 pytestmark = pytest.mark.slow
 
@@ -256,7 +257,7 @@ def test_the_proof_is_remembered_per_server_process(served: ServerProc) -> None:
     verified = served.home / "hooks-state" / "verified"
     verified.unlink(missing_ok=True)
     ok(_foreign(served.home), "stats")
-    assert verified.read_text() == f"{served.port} {served.proc.pid}"
+    assert verified.read_text() == verified_mark(served.port, served.proc.pid)
 
 
 # ------------------------------------------------------------------------------------------ light client

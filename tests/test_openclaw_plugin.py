@@ -28,7 +28,7 @@ import pytest
 
 from _memcli_server import MEMCLI, ServerProc, base_env, free_port, start_server
 from memcli import redact as py_redact
-from memcli.proof import server_proof
+from memcli.proof import server_proof, verified_mark
 
 ROOT = Path(__file__).resolve().parents[1]
 JS = ROOT / "tests" / "js"
@@ -90,7 +90,8 @@ def run_node_tests(node: str, name: str, env: dict[str, str]) -> None:
 def js_env(srv: ServerProc, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in base_env().items() if k != "MEMCLI_PORT"}
     env.update(MEMCLI_HOME=str(srv.home), MEMCLI_TEST_PORT=str(srv.port), MEMCLI_TEST_TMP=str(tmp_path),
-               MEMCLI_TEST_PROOF=server_proof("t0ken-abc", "ab" * 16, 8765))
+               MEMCLI_TEST_PROOF=server_proof("t0ken-abc", "ab" * 16, 8765),
+               MEMCLI_TEST_MARK=verified_mark(srv.port, srv.proc.pid) or "")
     return env
 
 

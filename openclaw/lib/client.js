@@ -8,7 +8,7 @@ import path from "node:path";
 
 import { Settings } from "./settings.js";
 import {
-  ServerDown, Timeout, VERIFIED, log, newNonce, portTaken, proofOk, request, splitUrl, spool, startServer,
+  ServerDown, Timeout, VERIFIED, log, newNonce, portTaken, proofOk, request, splitUrl, spool, startServer, verifiedMark,
 } from "./transport.js";
 
 const TEAM_SPOOL = "spool-team";
@@ -44,11 +44,14 @@ export class MemcliClient {
   }
 
   // ------------------------------------------------------------------ is it this home's server?
-  /** Has the server on `port` proven itself already (the process server.json names now)? */
+  /** Has the server on `port` proven itself already (the very process server.json names now, not a later
+   * one that got its pid)? */
   trusted(s, port) {
     if (port !== s.port || !s.pid) return false;
+    const mark = verifiedMark(port, s.pid);
+    if (mark === null) return false;
     try {
-      return fs.readFileSync(path.join(s.home, "hooks-state", VERIFIED), "utf8") === `${port} ${s.pid}`;
+      return fs.readFileSync(path.join(s.home, "hooks-state", VERIFIED), "utf8") === mark;
     } catch {
       return false;
     }
@@ -68,10 +71,11 @@ export class MemcliClient {
     if (answer.status !== 200 || typeof body.proof !== "string" || !proofOk(s.token, nonce, port, body.proof)) {
       return false;
     }
-    if (s.pid && port === s.port && body.pid === s.pid) {
+    const mark = s.pid && port === s.port && body.pid === s.pid ? verifiedMark(port, s.pid) : null;
+    if (mark !== null) {
       try { // remembered for this server process (shared with the Claude Code hooks): one request next time
         fs.mkdirSync(path.join(s.home, "hooks-state"), { recursive: true, mode: 0o700 });
-        fs.writeFileSync(path.join(s.home, "hooks-state", VERIFIED), `${port} ${s.pid}`, { mode: 0o600 });
+        fs.writeFileSync(path.join(s.home, "hooks-state", VERIFIED), mark, { mode: 0o600 });
       } catch {
         // the proof still holds for this call
       }

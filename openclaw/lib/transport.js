@@ -14,7 +14,8 @@ import { cleanPayload, redact } from "./redact.js";
 
 export const IDLE_TIMEOUT_S = 1800;
 export const START_GRACE_S = 20; // a server started less than this ago (by a hook or by us): do not start another
-export const VERIFIED = "verified"; // hooks-state/verified: "<port> <pid>" of the server that proved it is the home's
+export const VERIFIED = "verified"; // hooks-state/verified: verifiedMark() of the server that proved it is the home's
+const BOOT_ID = "/proc/sys/kernel/random/boot_id";
 
 /** Nothing listens on the port (connection refused). */
 export class ServerDown extends Error {
@@ -110,6 +111,31 @@ export function proofOk(token, nonce, port, proof) {
   const want = Buffer.from(serverProof(token, nonce, port), "utf8");
   const got = Buffer.from(String(proof ?? ""), "utf8");
   return got.length === want.length && timingSafeEqual(got, want);
+}
+
+/** What tells the running process `pid` from every later one that gets its pid (memcli/proof.py's
+ * process_identity): its start time (field 22 of /proc/<pid>/stat) and the boot's id; null without /proc, or
+ * when the process is gone or a zombie. */
+export function processIdentity(pid) {
+  let stat, boot;
+  try {
+    stat = fs.readFileSync(`/proc/${Number(pid)}/stat`, "latin1");
+    boot = fs.readFileSync(BOOT_ID, "latin1").trim();
+  } catch {
+    return null;
+  }
+  // "pid (comm) state …": comm may hold spaces and ")", so the fields start after the last ")"
+  const fields = stat.slice(stat.lastIndexOf(")") + 1).trim().split(/\s+/);
+  if (fields.length < 20 || ["Z", "X", "x"].includes(fields[0]) || !/^\d+$/.test(fields[19]) || !boot) return null;
+  return `${fields[19]} ${boot}`;
+}
+
+/** What hooks-state/verified holds once the server process `pid` proved on `port` that it is the home's
+ * (memcli/proof.py's verified_mark, shared with the hooks and the CLI); null when nothing may be remembered. */
+export function verifiedMark(port, pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  const ident = processIdentity(pid);
+  return ident === null ? null : `${Number(port)} ${pid} ${ident}`;
 }
 
 export function newNonce() {

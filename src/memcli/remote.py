@@ -7,17 +7,17 @@ subclasses with the same messages; anything else (no server, another home's serv
 5xx, a broken connection, an older server without a route) is :class:`Unavailable`: the caller then opens
 the store itself and loses nothing.
 
-The CLI uses it for the home's own warm server (:meth:`RemoteService.for_home`: ``server.json``, the
-home's token and id), reads and writes alike, with a fallback to the store. Before the token leaves this
-process the server must prove it holds the home's token (a challenge answered with an HMAC bound to its
-port, :mod:`memcli.proof`); the proof is remembered for that server process in
-``<home>/hooks-state/verified`` (``"<port> <pid>"``, shared with the hook client), so the hot path stays
-one request. In team mode (:meth:`RemoteService.for_team`:
-``MEMCLI_API_URL`` + ``MEMCLI_API_TOKEN``) it is the whole service — reads, writes, history, export/import —
-of a memcli server reached over http:// or https:// (``ssl`` is imported only then), with no fallback:
-every error is a :class:`MemcliError` (the server's own, or :class:`UnreachableError` naming the URL).
-Standard library only, and little of it: one HTTP/1.1 exchange on a socket (``http.client`` alone imports
-``email`` and ``ssl``, ~25 ms); no LanceDB, numpy, httpx or pydantic on this path.
+The CLI uses it for the home's own warm server (:meth:`RemoteService.for_home`: ``server.json``, the home's
+token and id), reads and writes alike, with a fallback to the store. Before the token leaves this process the
+server must prove it holds the home's token (a challenge answered with an HMAC bound to its port,
+:mod:`memcli.proof`); the proof is remembered for that server process in ``<home>/hooks-state/verified``
+(:func:`memcli.proof.verified_mark`, shared with the hook client: a later process that gets the pid of a
+killed server is not that process), so the hot path stays one request. In team mode
+(:meth:`RemoteService.for_team`: ``MEMCLI_API_URL`` + ``MEMCLI_API_TOKEN``) it is the whole service — reads,
+writes, history, export/import — of a memcli server reached over http:// or https:// (``ssl`` is imported only
+then), with no fallback: every error is a :class:`MemcliError` (the server's own, or :class:`UnreachableError`
+naming the URL). Standard library only, and little of it: one HTTP/1.1 exchange on a socket (``http.client``
+alone imports ``email`` and ``ssl``, ~25 ms); no LanceDB, numpy, httpx or pydantic on this path.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from memcli.errors import (
 )
 from memcli.home import HOME_HEADER, read_auth, running_server
 from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult, normalise_scope, validate_metadata
+from memcli.proof import CHALLENGE_HEADER, VERIFIED, proof_ok, verified_mark
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -48,7 +49,6 @@ _TEAM_ERRORS: dict[str, type[MemcliError]] = {**_REQUEST_ERRORS, ForbiddenError.
 IMPORT_BATCH = 500
 WRITE_TIMEOUT = 600.0  # seconds a change may take the server before the client gives up on the answer
 SOURCE_HEADER = "X-Memcli-Source"  # the face a home's own client writes for (the server records it)
-VERIFIED = ("hooks-state", "verified")  # "<port> <pid>" of the server that last proved it is this home's
 
 
 class Unavailable(Exception):
@@ -210,21 +210,20 @@ class RemoteService:
 
     def _prove(self) -> None:
         """Make sure the server on our port is this home's before anything carrying the token is sent: trusted
-        when ``verified`` names this port and the pid of ``server.json``, else a fresh challenge without the
-        token, answered with an HMAC of the home's token bound to the port (:mod:`memcli.proof`)."""
+        when ``verified`` holds the mark of this port and of the very process ``server.json`` names
+        (:func:`memcli.proof.verified_mark`), else a fresh challenge without the token, answered with an HMAC
+        of the home's token bound to the port (:mod:`memcli.proof`)."""
         ep, home = self.endpoint, self.home
         assert home is not None
         cache = home.joinpath(*VERIFIED)
-        mark = f"{ep.port} {self.server_pid}"
+        mark = verified_mark(ep.port, self.server_pid)
         try:
-            if self.server_pid and cache.read_text(encoding="utf-8") == mark:
+            if mark is not None and cache.read_text(encoding="utf-8") == mark:
                 self._proven = True
                 return
         except (OSError, UnicodeDecodeError):
             pass
         import secrets
-
-        from memcli.proof import CHALLENGE_HEADER, proof_ok
 
         nonce = secrets.token_hex(16)
         try:
@@ -239,7 +238,8 @@ class RemoteService:
             raise Unavailable(f"whatever listens on port {ep.port} did not prove it is this home's server; "
                               "nothing was sent to it")
         self._proven = True
-        if self.server_pid and d.get("pid") == self.server_pid:
+        mark = verified_mark(ep.port, self.server_pid) if d.get("pid") == self.server_pid else None
+        if mark is not None:
             try:  # remembered for this server process: the next commands send at once
                 cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 cache.write_text(mark, encoding="utf-8")

@@ -7,7 +7,7 @@ import { test } from "node:test";
 
 import plugin, { afterTurn, beforePrompt, promptSection } from "../../openclaw/index.js";
 import { MemcliClient } from "../../openclaw/lib/client.js";
-import { serverProof } from "../../openclaw/lib/transport.js";
+import { serverProof, verifiedMark } from "../../openclaw/lib/transport.js";
 import { HOME, PORT, auth, freshHome, logText, recorder, rest, waitFor } from "./helpers.mjs";
 
 const TMP = process.env.MEMCLI_TEST_TMP;
@@ -32,7 +32,10 @@ test("the proof is memcli/proof.py's HMAC, and a proven server is remembered per
   // the value Python's server_proof gives for these inputs (computed by the pytest wrapper)
   assert.equal(serverProof("t0ken-abc", "ab".repeat(16), 8765), process.env.MEMCLI_TEST_PROOF);
   const sj = JSON.parse(fs.readFileSync(path.join(HOME, "server.json"), "utf8"));
-  assert.equal(fs.readFileSync(path.join(HOME, "hooks-state", "verified"), "utf8"), `${PORT} ${sj.pid}`);
+  // remembered as memcli/proof.py's verified_mark (the hooks and the CLI read the same file): the value Python
+  // gives for this server
+  assert.equal(fs.readFileSync(path.join(HOME, "hooks-state", "verified"), "utf8"), verifiedMark(PORT, sj.pid));
+  assert.equal(verifiedMark(PORT, sj.pid), process.env.MEMCLI_TEST_MARK);
 });
 
 test("before_prompt_build: digest on a session's first turn, then only what the prompt recalls", async () => {
@@ -150,6 +153,32 @@ test("a squatter relaying the challenge to the real server is refused: the proof
     assert.ok(sq.seen.some((r) => r.url === "/health"));
     assert.ok(sq.seen.every((r) => r.url === "/health" && r.headers.authorization === undefined));
     assert.match(logText(path.join(TMP, "relay")), /did not prove it is this home's server/);
+  } finally {
+    sq.close();
+  }
+});
+
+test("a proof remembered for an earlier process that had the pid is not trusted: the squatter is challenged", async () => {
+  const sq = await recorder((r) => (r.url === "/health" ? { body: { ok: true, proof: "0".repeat(64), pid: process.pid } } : { body: EVIL }));
+  try {
+    // what a server killed with kill -9 leaves behind once this process (alive, not memcli) has its pid:
+    // server.json, and the proof the clients remembered for it (the real server's, with this port and pid)
+    const home = freshHome(TMP, "reused-pid");
+    fs.copyFileSync(path.join(HOME, "auth.json"), path.join(home, "auth.json"));
+    const [, , ...rest] = fs.readFileSync(path.join(HOME, "hooks-state", "verified"), "utf8").split(" ");
+    fs.writeFileSync(path.join(home, "server.json"), JSON.stringify({ pid: process.pid, port: sq.port }));
+    fs.mkdirSync(path.join(home, "hooks-state"), { mode: 0o700 });
+    fs.writeFileSync(path.join(home, "hooks-state", "verified"), [sq.port, process.pid, ...rest].join(" "));
+    const c = new MemcliClient({ env: { ...process.env, MEMCLI_HOME: home, MEMCLI_BIN: "/nonexistent/memcli" } });
+    const out = await c.hook("UserPromptSubmit", { session_id: "reused", prompt: "SECRET-PROMPT-TEXT", cwd: TMP }, 1000);
+    assert.equal(out, "");
+    assert.ok(sq.seen.length >= 1);
+    for (const r of sq.seen) {
+      assert.equal(r.url, "/health");
+      assert.equal(r.headers.authorization, undefined);
+      assert.equal(r.headers["x-memcli-home"], undefined);
+    }
+    assert.match(logText(home), /did not prove it is this home's server/);
   } finally {
     sq.close();
   }

@@ -8,8 +8,9 @@ It takes a command only when everything it needs is plain, and otherwise hands i
 - the environment's MEMCLI_ settings are plain (see CONFIG_ENV: no token of its own, no team server…);
 - the home's config.toml is absent, or is the one the full client last read and validated (it leaves a note
   of the file's size and time and of the values that matter here: ``<home>/hooks-state/cli-config``);
-- the server of ``server.json`` runs and has proven it is this home's (``hooks-state/verified``, which the
-  full client and the hooks write after a proof);
+- the server of ``server.json`` runs and has proven it is this home's: ``hooks-state/verified``, which the
+  full client and the hooks write after a proof, holds the mark of that very process
+  (:func:`memcli.proof.verified_mark`: not of an earlier server whose pid a later process got);
 - no value needs the client's own parsing (--since, --until, --metadata) and forget names one id.
 
 Its answers are rebuilt with the same fields and defaults as :class:`memcli.models.Memory`'s ``item()`` after
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 from memcli.hooks import transport
+from memcli.proof import VERIFIED, verified_mark
 
 CONFIG_NOTE = ("hooks-state", "cli-config")  # what the full client found valid in config.toml
-VERIFIED = ("hooks-state", "verified")  # as memcli.remote.VERIFIED
 
 
 def converts(conv: Any, value: str) -> bool:
@@ -211,8 +212,8 @@ def route(home_arg: str | None, namespace: str | None) -> Route | None:
     port, pid = sj.get("port"), sj.get("pid")
     if not port or not pid or not 0 < port < 65536 or not transport.pid_alive(pid):
         return None
-    mark = transport.read_file(os.path.join(home, *VERIFIED))
-    if mark != f"{port} {pid}".encode():
+    mark = verified_mark(port, pid)
+    if mark is None or transport.read_file(os.path.join(home, *VERIFIED)) != mark.encode():
         return None  # not proven yet: the full client proves it (and notes it)
     home_id, home_token = transport.read_auth(home)
     # memcli.remote.RemoteService.for_home: a token of its own (MEMCLI_TOKEN, [server] token) before the home's;

@@ -8,13 +8,14 @@ every failure is one line in ``<home>/logs/hooks.log``.
 
 It only talks to a server of its own home, and makes sure of it **before** it sends the token or a prompt: a
 server must first answer a fresh challenge with an HMAC keyed by the home's token and bound to its port
-(:mod:`memcli.proof`); the answer is remembered for that server process (``<home>/hooks-state/verified``:
-port and pid of ``server.json``), so the hot path stays one request. Whatever listens on a port without
-that proof (a squatter on ``MEMCLI_PORT``, a server that exited) gets nothing and is never printed. Every
-request also carries the home id of ``<home>/auth.json`` (see :mod:`memcli.home`): a server of another home
-refuses (401 or 421 ``wrong_home``) without reading or writing anything. Such a refusal, like no server at all, means "no
-server of mine": the client starts this home's own (on another free port if the usual one is taken), which
-records its port in ``<home>/server.json``, and waits for it within the hook's budget.
+(:mod:`memcli.proof`); the answer is remembered for that server process (``<home>/hooks-state/verified``: its
+port, its pid and what no later process with that pid can have, :func:`memcli.proof.verified_mark`), so the
+hot path stays one request. Whatever listens on a port without that proof (a squatter on ``MEMCLI_PORT``, or
+on the port of a server that was killed, whatever process got its pid since) gets nothing and is never
+printed. Every request also carries the home id of ``<home>/auth.json`` (see :mod:`memcli.home`): a server of
+another home refuses (401 or 421 ``wrong_home``) without reading or writing anything. Such a refusal, like no
+server at all, means "no server of mine": the client starts this home's own (on another free port if the usual
+one is taken), which records its port in ``<home>/server.json``, and waits for it within the hook's budget.
 
 Settings, each first found wins (the same as :func:`memcli.config.load_config`):
 
@@ -48,13 +49,13 @@ from memcli.hooks.transport import (  # noqa: E402 - after the path fix above
     ServerDown, Settings, Timeout, http, int_after, log, read_file, resolve_home, resolve_settings, spool,
     spool_pending, str_after,
 )
+from memcli.proof import VERIFIED, proof_ok, verified_mark  # noqa: E402 - hmac and hashlib only for a proof
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 IDLE_TIMEOUT_S = 1800
 START_GRACE_S = 20.0  # another hook started the server less than this ago: do not start a second one
 SESSION_START_WAIT_MS = 8000  # hooks.json gives SessionStart 10 s: most of it may go to a cold server
 MAX_STDIN = 16 * 1024 * 1024
-VERIFIED = "verified"  # hooks-state/verified: "<port> <pid>" of the server that last proved it is this home's
 
 
 def port_taken(port: int) -> bool:
@@ -113,10 +114,12 @@ def wait_own_server(s: Settings, deadline: float) -> int | None:
 # --------------------------------------------------------------------------- is it this home's server?
 def trusted(s: Settings, port: int) -> bool:
     """Has the server on ``port`` proven itself already? Only the process ``server.json`` names now (same
-    port, same pid, still running) is trusted without a new challenge."""
+    port, same pid, and the very process that proved it: not a later one that got its pid) is trusted
+    without a new challenge."""
     if port != s.port or not s.pid:
         return False
-    return read_file(os.path.join(s.home, "hooks-state", VERIFIED)) == f"{port} {s.pid}".encode()
+    mark = verified_mark(port, s.pid)
+    return mark is not None and read_file(os.path.join(s.home, *VERIFIED)) == mark.encode()
 
 
 def proves_ours(s: Settings, port: int, deadline: float) -> bool:
@@ -134,16 +137,14 @@ def proves_ours(s: Settings, port: int, deadline: float) -> bool:
     proof = str_after(raw, '"proof"')
     if status != 200 or not proof:
         return False
-    from memcli.proof import proof_ok  # hmac + hashlib: only when a server is checked, not on the hot path
-
     if not proof_ok(s.token, nonce, port, proof):
         return False
-    if s.pid and port == s.port and int_after(raw, '"pid"') == s.pid:
+    mark = verified_mark(port, s.pid) if port == s.port and int_after(raw, '"pid"') == s.pid else None
+    if mark is not None:
         try:  # remembered for this server process: the next hooks send at once
-            state = os.path.join(s.home, "hooks-state")
-            os.makedirs(state, exist_ok=True)
-            with open(os.path.join(state, VERIFIED), "w", encoding="utf-8") as fh:
-                fh.write(f"{port} {s.pid}")
+            os.makedirs(os.path.join(s.home, VERIFIED[0]), exist_ok=True)
+            with open(os.path.join(s.home, *VERIFIED), "w", encoding="utf-8") as fh:
+                fh.write(mark)
         except OSError:
             pass
     return True
