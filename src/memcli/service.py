@@ -343,8 +343,7 @@ class MemoryService:
 
     # ------------------------------------------------------------------ read / change / delete
     def _id_ns(self, namespace: str | None, all_namespaces: bool) -> str | None:
-        """The namespace an id operation looks in: the one named, else the caller's; None: every one."""
-        return None if all_namespaces else self._ns(namespace)
+        return None if all_namespaces else self._ns(namespace)  # where an id is looked up (None: everywhere)
 
     def get(self, ref: str, *, namespace: str | None = None, all_namespaces: bool = False) -> Memory:
         """One memory by id or unique prefix, of the caller's namespace (or ``namespace``; ``all_namespaces``:
@@ -415,9 +414,8 @@ class MemoryService:
 
     def forget(self, refs: Sequence[str] | str, *, source: str = "cli",
                expected_version: int | None = None, namespace: str | None = None) -> list[str]:
-        """Delete memories of the caller's namespace (or ``namespace``) by id or unique prefix; every id is
-        resolved before anything is deleted. ``expected_version`` (one memory only): refuse (412) unless it
-        is still at that version."""
+        """Delete memories of the caller's namespace (or ``namespace``) by id or unique prefix, every id resolved
+        first. ``expected_version`` (one memory only): refuse (412) unless it is still at that version."""
         if isinstance(refs, str):
             refs = [refs]
         if not refs:
@@ -596,8 +594,7 @@ class MemoryService:
         """Why two memories would or would not merge (similarity, then the same-fact test)."""
         from memcli.distill import Distiller
 
-        # distill is the owner's maintenance of every namespace (or of the one its options name); two
-        # memories of different namespaces are explained too ("they are in different namespaces")
+        # distill is the owner's, of every namespace unless its options name one ("in different namespaces")
         ns = options.namespace if options is not None else None
         ma, mb = (self.get(r, namespace=ns, all_namespaces=ns is None) for r in (a, b))
         return Distiller(self.store, self.embedder, options).explain(ma, mb)

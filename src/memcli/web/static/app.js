@@ -310,7 +310,8 @@ function drawChart(data) {
 /** The route of one memory, in its namespace (an id is looked up in one namespace only); without one, the
  * owner's view looks in every namespace (a distill run's ids). A space token stays in its space either way. */
 function memoryPath(id, ns, suffix = "") {
-  return "/api/memories/" + encodeURIComponent(id) + suffix + "?" + qs(ns ? { namespace: ns } : { all_namespaces: "true" });
+  const where = ns ? { namespace: ns } : { all_namespaces: "true" };
+  return "/api/memories/" + encodeURIComponent(id) + suffix + "?" + qs(where);
 }
 
 async function openMemory(id, ns) {
