@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 import _web_checks as wc  # noqa: E402
 from _memcli_server import MEMCLI, hash_env, start_server  # noqa: E402
 
+EVERY = {"all_namespaces": "true"}  # the owner reads an id of any namespace
+
 
 def _ms(xs: list[float]) -> str:
     xs = sorted(xs)
@@ -106,8 +108,8 @@ def main() -> int:
             edited = ids[wc.FACTS[3][2]]
             wc.search(page, wc.FACTS[3][2][:60], edited)  # with 50 a page, bring it on screen first
             msg = wc.edit(page, edited, "The web app builds with Vite 6 on Node 22 LTS.")
-            check("edit saves", msg.startswith("Saved") and api.get(f"/api/memories/{edited}").json()["version"] == 2,
-                  msg)
+            check("edit saves", msg.startswith("Saved")
+                  and api.get(f"/api/memories/{edited}", params=EVERY).json()["version"] == 2, msg)
             wc.search(page, wc.FACTS[4][2][:60], ids[wc.FACTS[4][2]])
             stale = wc.stale_edit(page, api, ids[wc.FACTS[4][2]], "checkout_v2 is at 50%.", "checkout_v2 is at 100%.")
             check("a stale edit shows the conflict", stale["current"] == "checkout_v2 is at 50%."
@@ -115,7 +117,7 @@ def main() -> int:
             gone = ids[wc.FACTS[8][2]]
             wc.search(page, wc.FACTS[8][2][:60], gone)
             wc.forget(page, gone)
-            check("forget removes it", api.get(f"/api/memories/{gone}").status_code == 404)
+            check("forget removes it", api.get(f"/api/memories/{gone}", params=EVERY).status_code == 404)
             dist = wc.seed_distill(api, "default")
             page.click("#clear-search")  # back to the newest memories, where the new ones are
             page.wait_for_selector(f"#list .mem[data-id='{dist['xss'][1]}']")
@@ -137,7 +139,7 @@ def main() -> int:
             page.click("#distill-undo-yes")
             page.wait_for_selector("#distill-out .msg.ok:text('Restored')")
             check("undo shows its changes first, then keeps a later write",
-                  preview >= 2 and api.get(f"/api/memories/{later.json()['memory_id']}").status_code == 200,
+                  preview >= 2 and api.get(f"/api/memories/{later.json()['memory_id']}", params=EVERY).status_code == 200,
                   f"{preview} changes previewed")
             check("no script errors on the page", not errors, "; ".join(errors))
             phone = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True)

@@ -159,7 +159,8 @@ def edit(page: Any, memory_id: str, new_content: str) -> str:
 def stale_edit(page: Any, api: httpx.Client, memory_id: str, theirs: str, mine: str) -> dict[str, Any]:
     """Open a memory, let someone else change it (REST), then save an edit: the page must show the conflict."""
     open_memory(page, memory_id)
-    api.patch(f"/api/memories/{memory_id}", json={"content": theirs}).raise_for_status()
+    ns = api.get(f"/api/memories/{memory_id}", params={"all_namespaces": "true"}).json()["namespace"]
+    api.patch(f"/api/memories/{memory_id}", json={"content": theirs}, params={"namespace": ns}).raise_for_status()
     page.fill("#d-content", mine)
     page.click("#d-save")
     page.wait_for_selector("#d-conflict:not([hidden])")

@@ -159,7 +159,7 @@ def test_remember_same_key_updates(home: Path) -> None:
 def test_remember_from_stdin_with_all_options(home: Path) -> None:
     out = run("remember", "-", "--agent", "claude-code", "--importance", "0.9", "--metadata", '{"ticket": "OPS-12"}',
               "--namespace", "team", "--tag", "ops", "--json", input="the on-call rota lives in PagerDuty\n")
-    mem = svc(home).get(out["memory_id"])
+    mem = svc(home).get(out["memory_id"], namespace="team")
     assert mem.content == "the on-call rota lives in PagerDuty"
     assert (mem.scope, mem.namespace, mem.importance, mem.metadata, mem.tags) == (
         "agent:claude-code", "team", 0.9, {"ticket": "OPS-12"}, ["ops"])
@@ -503,11 +503,11 @@ def test_human_output_never_interprets_memory_text_as_markup(monkeypatch: pytest
     mid = remember(text, "--tag", "[/]", "-n", "team")
     remember("another namespace so the table grows a namespace column")
     monkeypatch.setenv("MEMCLI_JSON", "0")
-    for args in (["list", "-A"], ["recall", "arr", "-n", "team", "--explain"], ["get", mid], ["stats"],
+    for args in (["list", "-A"], ["recall", "arr", "-n", "team", "--explain"], ["get", mid, "-n", "team"], ["stats"],
                  ["check-duplicate", text, "-n", "team"]):
         out = run(*args)
         assert "[/]" in out, args
-    assert "[bold]x[/bold]" in run("get", mid).replace("\n", "")
+    assert "[bold]x[/bold]" in run("get", mid, "-A").replace("\n", "")
     res = runner.invoke(app, ["remember", "x", "--tag", "[/]" * 60])
     assert res.exit_code == 1 and "[/]" in res.stderr
 

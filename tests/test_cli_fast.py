@@ -62,7 +62,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
 
 
 def _ids(env: dict[str, str]) -> list[str]:
-    return [m["memory_id"] for m in json.loads(cli(env, "list", "-A", "--json").stdout)]
+    return [m["memory_id"] for m in json.loads(cli(env, "list", "--json").stdout)]  # of the default namespace
 
 
 READS: list[tuple[str, ...]] = [
@@ -85,8 +85,11 @@ READS: list[tuple[str, ...]] = [
     ("get", "zzzz"),
     ("get", "0190ffff"),
     ("get", "01"),  # too short
+    ("get", "@0", "-n", "ops"),  # an id of another namespace: not found there
+    ("get", "@0:8", "--all-namespaces"),
     ("forget", "0190ffff"),
     ("forget", "0190ffff", "0190fffe"),
+    ("forget", "@0", "--namespace", "ops"),  # not found in ops: nothing deleted
 ]
 
 
@@ -100,7 +103,7 @@ def test_same_answer_as_the_typer_app(served: ServerProc, args: tuple[str, ...],
     json.loads(fast_answer[1])  # JSON either way
     # not handed to typer (but a namespace the config refuses: the typer app words that error); forget of
     # several ids checks them all first, on the full client
-    expected = "none" if "bad namespace" in args else "full" if args[0] == "forget" and len(args) > 2 else "lean"
+    expected = "none" if "bad namespace" in args else "full" if args[0] == "forget" and len(args) == 3 else "lean"
     assert route(env, *real, "--json") == expected
 
 
@@ -159,9 +162,11 @@ def test_writes_store_what_the_typer_app_stores(served: ServerProc, tmp_path: Pa
     assert fg[0]["scope"] == "agent:aider" and fg[0]["project"] == "shop" and fg[0]["source"] == "cli"
     assert fg[0]["expires_at"] and fg[4]["scope"] == "agent:codex"
     assert "sk-ant" not in fg[4]["content"] and "[REDACTED" in fg[4]["content"]
-    p = cli(env, "forget", fo[0]["memory_id"], "--json")
+    p = cli(env, "forget", fo[0]["memory_id"], "--json")  # of another namespace than the caller's
+    assert p.returncode == 1 and json.loads(p.stdout)["code"] == "not_found"
+    p = cli(env, "forget", fo[0]["memory_id"], "--namespace", "writes-fast", "--json")
     assert p.returncode == 0 and json.loads(p.stdout) == {"ok": True, "forgotten": [fo[0]["memory_id"]]}
-    assert cli(env, "get", fo[0]["memory_id"], "--json").returncode == 1
+    assert cli(env, "get", fo[0]["memory_id"], "-A", "--json").returncode == 1
 
 
 def test_human_output_help_and_unknown_flags_go_to_the_typer_app(served: ServerProc) -> None:
@@ -170,7 +175,8 @@ def test_human_output_help_and_unknown_flags_go_to_the_typer_app(served: ServerP
     assert p.returncode == 0 and not p.stdout.lstrip().startswith("[") and "billing" in p.stdout.lower()
     env = _env(served.home)
     for args in (("recall", "--help"), ("recall", "x", "--frobnicate"), ("recall", "x", "-k", "many"),
-                 ("recall",), ("get", "a", "b"), ("remember", "-"), ("--no-server", "recall", "x")):
+                 ("recall",), ("get", "a", "b"), ("remember", "-"), ("--no-server", "recall", "x"),
+                 ("get", "abcd", "-A", "-n", "ops")):  # one or the other: the typer app's usage error
         assert fast.parse(list(args)) is None or route(env, *args) == "none", args
     p = cli(env, "recall", "x", "-k", "many", "--json")
     assert p.returncode == 2 and "many" in p.stderr  # click's usage error, as always

@@ -556,7 +556,7 @@ def test_undo_reverses_only_the_run_and_keeps_every_later_write(service: MemoryS
     assert undone["restored"] == applied["tag"] and undone["gone"] == []
     # every later write is there, the edited memory at its later content and version + 1 (its tags, scope and
     # merged_from back as they were)
-    assert service.get(other_ns).content == "the staging VPN profile is in 1Password"
+    assert service.get(other_ns, namespace="team-b").content == "the staging VPN profile is in 1Password"
     assert service.get(here).status == "active"
     c = service.get(ids["c"])
     assert c.content == "The billing service uses PostgreSQL 16 (JSONB, partitioning)."
@@ -566,7 +566,7 @@ def test_undo_reverses_only_the_run_and_keeps_every_later_write(service: MemoryS
     for k in ("a", "b", "expired"):
         assert service.get(ids[k]).status == "active"
     assert service.get(ids["important"]).scope == "agent:codex"
-    assert service.history(other_ns)[-1].action == "remember"  # untouched: no restore record
+    assert service.history(other_ns, namespace="team-b")[-1].action == "remember"  # untouched: no restore record
 
 
 def test_a_contradiction_is_a_conflict_not_a_merge_and_recall_returns_both(real_service: MemoryService) -> None:

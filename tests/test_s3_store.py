@@ -209,7 +209,7 @@ def test_two_replicas_write_concurrently_and_lose_nothing(replicas: list[ServerP
         assert {it["memory_id"]: it["content"] for it in items} == acked
     # the audit log (its own table on the store) kept every event of those concurrent writes too
     with replicas[1].client(timeout=60) as c:
-        events = c.get(f"/api/memories/{next(iter(acked))}/history").json()
+        events = c.get(f"/api/memories/{next(iter(acked))}/history", params={"namespace": ns}).json()
         assert [e["action"] for e in events] == ["remember"], events
     svc = MemoryService.open(load_config(replicas[0].home.parent / "reader",
                                          env=replicas[0].store_env))  # type: ignore[attr-defined]

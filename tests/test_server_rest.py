@@ -61,40 +61,43 @@ def test_crud_roundtrip(api: httpx.Client, ns: str) -> None:
     created = r.json()
     assert created["ok"] is True and created["duplicate_of"] == [] and created["created"] is True
     mid = created["memory_id"]
+    at = {"namespace": ns}  # an id route acts in the namespace named (else the server's)
 
     again = api.post("/api/memories", json={"content": "The billing service uses PostgreSQL 16", "agent": "codex",
                                             "namespace": ns})
     assert again.status_code == 200 and again.json()["memory_id"] == mid and again.json()["created"] is False
 
-    got = api.get(f"/api/memories/{mid[-8:]}")  # the short id people see
+    got = api.get(f"/api/memories/{mid[-8:]}", params=at)  # the short id people see (in its namespace)
     assert got.status_code == 200, got.text
     item = got.json()
     assert item["memory_id"] == mid and item["scope"] == "agent:codex" and item["tags"] == ["decision", "db"]
     assert item["namespace"] == ns and item["importance"] == 0.8 and item["source"] == "api" and item["version"] == 1
     assert got.headers["etag"] == '"1"'
 
-    r = api.patch(f"/api/memories/{mid}", json={"tags": ["decision"], "importance": 0.9})
+    r = api.patch(f"/api/memories/{mid}", json={"tags": ["decision"], "importance": 0.9}, params=at)
     assert r.status_code == 200 and r.json()["version"] == 2 and r.json()["tags"] == ["decision"]
 
     listed = api.get("/api/memories", params={"namespace": ns}).json()
     assert [m["memory_id"] for m in listed] == [mid]
 
-    assert api.delete(f"/api/memories/{mid}").json() == {"ok": True, "memory_id": mid}
-    r = api.get(f"/api/memories/{mid}")
+    assert api.delete(f"/api/memories/{mid}", params=at).json() == {"ok": True, "memory_id": mid}
+    r = api.get(f"/api/memories/{mid}", params=at)
     assert r.status_code == 404 and r.json()["ok"] is False and r.json()["code"] == "not_found"
-    assert api.delete(f"/api/memories/{mid}").status_code == 404
+    assert api.delete(f"/api/memories/{mid}", params=at).status_code == 404
 
 
 def test_patch_if_match(api: httpx.Client, ns: str) -> None:
     mid = api.post("/api/memories", json={"content": "deploys go through fly.io", "namespace": ns}).json()["memory_id"]
+    at = {"namespace": ns}
     ok = api.patch(f"/api/memories/{mid}", json={"content": "deploys go through fly.io (region ams)"},
-                   headers={"If-Match": '"1"'})
+                   headers={"If-Match": '"1"'}, params=at)
     assert ok.status_code == 200 and ok.json()["version"] == 2
-    stale = api.patch(f"/api/memories/{mid}", json={"content": "deploys go through render"}, headers={"If-Match": "1"})
+    stale = api.patch(f"/api/memories/{mid}", json={"content": "deploys go through render"}, headers={"If-Match": "1"},
+                      params=at)
     assert stale.status_code == 412
     assert stale.json()["code"] == "version_conflict" and "version 2" in stale.json()["error"]
-    assert api.get(f"/api/memories/{mid}").json()["content"] == "deploys go through fly.io (region ams)"
-    hist = api.get(f"/api/memories/{mid}/history").json()  # the refused update left no trace
+    assert api.get(f"/api/memories/{mid}", params=at).json()["content"] == "deploys go through fly.io (region ams)"
+    hist = api.get(f"/api/memories/{mid}/history", params=at).json()  # the refused update left no trace
     assert [(e["action"], e["actor"], e["version"]) for e in hist] == [("remember", "api", 1), ("update", "api", 2)]
     assert hist[1]["changes"]["content"] == ["deploys go through fly.io", "deploys go through fly.io (region ams)"]
 

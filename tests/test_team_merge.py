@@ -201,7 +201,8 @@ def test_only_content_updates_of_space_tokens_are_merged(team: Team) -> None:
         "content and importance": alice.patch(f"/api/memories/{mid}", json={"content": "x", "importance": 0.9},
                                               headers={"If-Match": "1"}),
         "delete": alice.delete(f"/api/memories/{mid}", headers={"If-Match": "1"}),
-        "admin": team.admin.patch(f"/api/memories/{mid}", json={"content": "admin edit"}, headers={"If-Match": "1"}),
+        "admin": team.admin.patch(f"/api/memories/{mid}", json={"content": "admin edit"}, headers={"If-Match": "1"},
+                                  params={"namespace": "merging"}),
     }
     for what, resp in refused.items():
         assert resp.status_code == 412, (what, resp.text)

@@ -132,7 +132,7 @@ def test_isolation_matrix_across_spaces(team: Team) -> None:
     assert alice.get(f"/api/memories/{mb}").status_code == 404
     assert alice.delete(f"/api/memories/{mb}").status_code == 404
     # nothing was changed by the refused calls; the admin sees both spaces
-    admin_view = team.admin.get(f"/api/memories/{ma}").json()
+    admin_view = team.admin.get(f"/api/memories/{ma}", params={"namespace": "space-a"}).json()
     assert admin_view["version"] == 1 and admin_view["content"].endswith("zebra-42")
     every = team.admin.get("/api/memories", params={"all_namespaces": "true"}).json()
     assert {ma, mb} <= {m["memory_id"] for m in every}
@@ -202,8 +202,8 @@ def test_mcp_over_http_with_a_space_token_stays_in_its_space(team: Team) -> None
         return mid
 
     mid = anyio.run(main)
-    assert team.admin.get(f"/api/memories/{mid}").json()["namespace"] == "space-b"
-    assert team.admin.get(f"/api/memories/{ma}").status_code == 200  # bob's forget did nothing
+    assert team.admin.get(f"/api/memories/{mid}", params={"all_namespaces": "true"}).json()["namespace"] == "space-b"
+    assert team.admin.get(f"/api/memories/{ma}", params={"namespace": "space-a"}).status_code == 200  # not forgotten
 
 
 def test_hooks_through_a_space_token_read_and_write_only_their_space(team: Team) -> None:

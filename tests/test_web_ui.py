@@ -25,6 +25,8 @@ from _memcli_server import MEMCLI, free_port, hash_env, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 
+EVERY = {"all_namespaces": "true"}  # the owner reads an id of any namespace
+
 
 
 
@@ -290,7 +292,7 @@ def test_browser_edit_saves(page: object, api: httpx.Client, seeded: dict) -> No
     new = "The web app builds with Vite 6 on Node 22 LTS."
     msg = wc.edit(page, target, new)
     assert msg.startswith("Saved (version 2")
-    stored = api.get(f"/api/memories/{target}").json()
+    stored = api.get(f"/api/memories/{target}", params=EVERY).json()
     assert stored["content"] == new and stored["version"] == 2
     assert page.locator(f"#list .mem[data-id='{target}'] .content").text_content() == new  # type: ignore[attr-defined]
 
@@ -302,15 +304,16 @@ def test_browser_stale_edit_shows_the_conflict(page: object, api: httpx.Client, 
     assert "You edited version 1" in shown["conflict_text"] and "now version 2" in shown["conflict_text"]
     assert shown["current"] == theirs and shown["form_kept"] == mine
     assert shown["after_reload"] == theirs
-    assert api.get(f"/api/memories/{target}").json()["content"] == theirs  # nothing was overwritten
+    assert api.get(f"/api/memories/{target}", params=EVERY).json()["content"] == theirs  # nothing was overwritten
     # once more, and this time keep mine: saved over the version now stored, not blindly
-    api.patch(f"/api/memories/{target}", json={"content": "checkout_v2 is now at 75%."}).raise_for_status()
+    api.patch(f"/api/memories/{target}", json={"content": "checkout_v2 is now at 75%."},
+              params={"namespace": seeded["ns"]}).raise_for_status()
     page.fill("#d-content", mine)  # type: ignore[attr-defined]
     page.click("#d-save")  # type: ignore[attr-defined]
     page.wait_for_selector("#d-conflict:not([hidden])")  # type: ignore[attr-defined]
     page.click("#d-overwrite")  # type: ignore[attr-defined]
     page.wait_for_selector("#d-msg.ok")  # type: ignore[attr-defined]
-    stored = api.get(f"/api/memories/{target}").json()
+    stored = api.get(f"/api/memories/{target}", params=EVERY).json()
     assert stored["content"] == mine and stored["version"] == 4
 
 
@@ -318,13 +321,13 @@ def test_browser_forget_removes_it(page: object, api: httpx.Client, seeded: dict
     target = seeded["ids"][wc.FACTS[8][2]]
     before = wc.sidebar_counts(page)[""]
     wc.forget(page, target)
-    assert api.get(f"/api/memories/{target}").status_code == 404
+    assert api.get(f"/api/memories/{target}", params=EVERY).status_code == 404
     page.wait_for_function("n => document.querySelector(\".scope-item[data-scope='']  .count\").textContent == n",  # type: ignore[attr-defined]
                            arg=str(before - 1))
 
 
 def _memory(api: httpx.Client, memory_id: str) -> dict:
-    r = api.get(f"/api/memories/{memory_id}")
+    r = api.get(f"/api/memories/{memory_id}", params=EVERY)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -414,7 +417,7 @@ def test_browser_undo_asks_first_shows_the_changes_and_keeps_later_writes(page: 
                                             "agent": "codex", "namespace": other_ns}).json()["memory_id"]
     later_here = api.post("/api/memories", json={"content": "Release notes are written by the on-call engineer.",
                                                  "agent": "codex", "namespace": ns}).json()["memory_id"]
-    api.patch(f"/api/memories/{merged}", json={"tags": ["checked-later"]}).raise_for_status()
+    api.patch(f"/api/memories/{merged}", json={"tags": ["checked-later"]}, params={"namespace": ns}).raise_for_status()
 
     pg.wait_for_function("tag => [...document.querySelectorAll('#distill-tags option')].some(o => o.value === tag)",  # type: ignore[attr-defined]
                          arg=tag)

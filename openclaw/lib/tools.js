@@ -11,7 +11,14 @@ const MEMORY_ID = {
   description: "A memory id: the full id, its short form (last 8 hex digits) or a unique prefix (at least 4 characters).",
 };
 const NAMESPACE = { type: "string", description: "Namespace (isolated memory pool). Default: the configured one." };
+const ID_NAMESPACE = { type: "string", description: "The namespace the memory is in (a memory of another namespace is not found). Default: the configured one." };
 const TAGS = { type: "array", items: { type: "string" }, description: 'Free labels, e.g. ["decision", "bug"].' };
+
+/** One memory's route, in the namespace named (else the server's: an id is looked up in one namespace only). */
+function memoryPath({ memory_id, namespace }) {
+  const path = `/api/memories/${encodeURIComponent(memory_id)}`;
+  return namespace != null ? `${path}?${new URLSearchParams({ namespace })}` : path;
+}
 
 function schema(properties, required = []) {
   return { type: "object", properties, required, additionalProperties: false };
@@ -64,8 +71,8 @@ export const TOOLS = {
   memcli_get: {
     label: "Get a memory",
     description: "One memory by id (or unique id prefix), with all its fields, including `version`.",
-    parameters: schema({ memory_id: MEMORY_ID }, ["memory_id"]),
-    call: (p) => ["GET", `/api/memories/${encodeURIComponent(p.memory_id)}`],
+    parameters: schema({ memory_id: MEMORY_ID, namespace: ID_NAMESPACE }, ["memory_id"]),
+    call: (p) => ["GET", memoryPath(p)],
   },
   memcli_update: {
     label: "Update a memory",
@@ -77,15 +84,16 @@ export const TOOLS = {
       importance: { type: "number", minimum: 0, maximum: 1, description: "New importance, 0.0 .. 1.0." },
       scope: { type: "string", description: "New scope: 'global' or 'agent:<name>'." },
       expected_version: { type: "integer", description: "Only update if the memory is still at this version (from `get`); else an error." },
+      namespace: ID_NAMESPACE,
     }, ["memory_id"]),
-    call: ({ memory_id: id, ...change }) => ["PATCH", `/api/memories/${encodeURIComponent(id)}`, change],
+    call: ({ memory_id, namespace, ...change }) => ["PATCH", memoryPath({ memory_id, namespace }), change],
     result: (item) => ({ ok: true, memory_id: item.memory_id, version: item.version }),
   },
   memcli_forget: {
     label: "Forget a memory",
     description: 'Delete a memory for good (every agent loses it). Use for wrong or obsolete memories. Returns {"ok"}.',
-    parameters: schema({ memory_id: MEMORY_ID }, ["memory_id"]),
-    call: (p) => ["DELETE", `/api/memories/${encodeURIComponent(p.memory_id)}`],
+    parameters: schema({ memory_id: MEMORY_ID, namespace: ID_NAMESPACE }, ["memory_id"]),
+    call: (p) => ["DELETE", memoryPath(p)],
   },
 };
 

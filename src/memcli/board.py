@@ -212,11 +212,14 @@ class BoardService:
             raise ValidationError("memory_ids must be a list of memory ids")
         if len(refs) > MAX_LINKS:
             raise ValidationError(f"at most {MAX_LINKS} linked memories per task")
-        ids = list(dict.fromkeys(self.memory.store.resolve_id(r) for r in refs))
-        found = {m.id: m.namespace for m in self.memory.store.get_many(ids)}
-        foreign = [r for r, mid in zip(refs, ids) if found.get(mid) != namespace]
-        if foreign:
-            raise NotFoundError(f"no memory {foreign[0]} in namespace {namespace!r}")
+        # resolved among the namespace's memories only: an id (or an ambiguous part) of another namespace is
+        # answered as one nobody has, and no error names another namespace's ids
+        resolved = [self.memory.store.resolve_id(r, namespace=namespace) for r in refs]
+        ids = list(dict.fromkeys(resolved))
+        found = {m.id for m in self.memory.store.get_many(ids) if m.namespace == namespace}
+        gone = [r for r, mid in zip(refs, resolved) if mid not in found]  # forgotten since it was resolved
+        if gone:
+            raise NotFoundError(f"no memory with id {gone[0]} in namespace {namespace!r}")
         return ids
 
     def _load(self, ref: str, namespace: str | None) -> Task:

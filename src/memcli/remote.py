@@ -294,9 +294,16 @@ class RemoteService:
         q += [("tag", t) for t in tags or ()]
         return [_memory(d) for d in self._request("GET", "/api/memories", q)]
 
-    def get(self, ref: str) -> Memory:
-        """One memory by id or unique prefix."""
-        return _memory(self._request("GET", "/api/memories/" + quote(ref, safe="")))
+    def _id_query(self, namespace: str | None, all_namespaces: bool = False) -> list[tuple[str, Any]]:
+        """The namespace an id route acts in, sent explicitly (the server's default may differ)."""
+        if all_namespaces:
+            return [("all_namespaces", True)]
+        return [("namespace", namespace or self.namespace)]
+
+    def get(self, ref: str, *, namespace: str | None = None, all_namespaces: bool = False) -> Memory:
+        """One memory by id or unique prefix, of this client's namespace (or ``namespace``, or any)."""
+        return _memory(self._request("GET", "/api/memories/" + quote(ref, safe=""),
+                                     self._id_query(namespace, all_namespaces)))
 
     def check_duplicate(self, content: str, *, namespace: str | None = None,
                         threshold: float | None = None) -> DuplicateCheck:
@@ -359,31 +366,35 @@ class RemoteService:
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
                importance: float | None = None, scope: str | None = None, agent: str | None = None,
                metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
-               expected_version: int | None = None, source: str = "cli", keep_secrets: bool = False) -> Memory:
+               expected_version: int | None = None, source: str = "cli", keep_secrets: bool = False,
+               namespace: str | None = None) -> Memory:
         """Change a memory (see ``MemoryService.update``); a stale ``expected_version`` → VersionConflictError."""
         if self.home is not None and metadata is not None:
             metadata = validate_metadata(metadata)
         body = _drop_none({"content": content, "tags": list(tags) if tags is not None else None,
                            "importance": importance, "scope": scope, "agent": agent, "metadata": metadata,
                            "ttl": ttl, "expected_version": expected_version, "keep_secrets": keep_secrets or None})
-        return _memory(self._request("PATCH", "/api/memories/" + quote(ref, safe=""), body=body))
+        return _memory(self._request("PATCH", "/api/memories/" + quote(ref, safe=""), self._id_query(namespace),
+                                     body=body))
 
-    def forget(self, refs: Sequence[str] | str, *, source: str = "cli") -> list[str]:
+    def forget(self, refs: Sequence[str] | str, *, source: str = "cli", namespace: str | None = None) -> list[str]:
         """Delete memories; every id is resolved (and must exist) before anything is deleted."""
         refs = [refs] if isinstance(refs, str) else list(refs)
         if not refs:
             raise ValidationError("give at least one memory id")
+        q = self._id_query(namespace)
         if len(refs) == 1:  # the server resolves the id (or prefix) itself: one request
-            d = self._request("DELETE", "/api/memories/" + quote(refs[0], safe=""))
+            d = self._request("DELETE", "/api/memories/" + quote(refs[0], safe=""), q)
             return [d["memory_id"]] if isinstance(d, dict) and isinstance(d.get("memory_id"), str) else []
-        ids = list(dict.fromkeys(self.get(r).id for r in refs))
+        ids = list(dict.fromkeys(self.get(r, namespace=namespace).id for r in refs))
         for mid in ids:
-            self._request("DELETE", "/api/memories/" + quote(mid, safe=""))
+            self._request("DELETE", "/api/memories/" + quote(mid, safe=""), q)
         return ids
 
-    def history(self, ref: str) -> list[RemoteEvent]:
+    def history(self, ref: str, *, namespace: str | None = None, all_namespaces: bool = False) -> list[RemoteEvent]:
         """Who changed this memory, how and when, oldest first."""
-        d = self._request("GET", "/api/memories/" + quote(ref, safe="") + "/history")
+        d = self._request("GET", "/api/memories/" + quote(ref, safe="") + "/history",
+                          self._id_query(namespace, all_namespaces))
         return [RemoteEvent(e) for e in d or []]
 
     def export(self, *, namespace: str | None = None, scope: str | None = None, tags: Sequence[str] | None = None,

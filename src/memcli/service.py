@@ -343,11 +343,16 @@ class MemoryService:
         return hits
 
     # ------------------------------------------------------------------ read / change / delete
-    def get(self, ref: str) -> Memory:
-        """One memory by id or unique prefix."""
-        mem = self.store.get(self.store.resolve_id(ref))
-        if mem is None:
-            raise NotFoundError(f"no memory with id {ref}")
+    def _id_ns(self, namespace: str | None, all_namespaces: bool) -> str | None:
+        return None if all_namespaces else self._ns(namespace)  # where an id is looked up (None: everywhere)
+
+    def get(self, ref: str, *, namespace: str | None = None, all_namespaces: bool = False) -> Memory:
+        """One memory by id or unique prefix, of the caller's namespace (or ``namespace``; ``all_namespaces``:
+        of any): another namespace's memory is "not found", as an id nobody has."""
+        ns = self._id_ns(namespace, all_namespaces)
+        mem = self.store.get(self.store.resolve_id(ref, namespace=ns))
+        if mem is None or (ns is not None and mem.namespace != ns):  # forgotten (or moved) since it was resolved
+            raise NotFoundError(f"no memory with id {ref}" + (f" in namespace {ns!r}" if ns is not None else ""))
         return mem
 
     def list(self, *, namespace: str | None = None, all_namespaces: bool = False, scope: str | None = None,
@@ -368,11 +373,11 @@ class MemoryService:
                importance: float | None = None, scope: str | None = None, agent: str | None = None,
                metadata: dict[str, Any] | str | None = None, ttl: str | int | None = None,
                expected_version: int | None = None, source: str = "cli", action: str = "update",
-               note: str = "", keep_secrets: bool = False) -> Memory:
-        """Change a memory; re-embeds only when the content changes; version + 1. ``action``/``note``: what
-        the audit log calls the change (a team space's LLM merge records "merge"). Secrets in the new content
-        and metadata are redacted unless ``keep_secrets``."""
-        mem = self.get(ref)
+               note: str = "", keep_secrets: bool = False, namespace: str | None = None) -> Memory:
+        """Change a memory of the caller's namespace (or ``namespace``); re-embeds only when the content
+        changes; version + 1. ``action``/``note``: what the audit log calls the change (a team space's LLM
+        merge records "merge"). Secrets in the new content and metadata are redacted unless ``keep_secrets``."""
+        mem = self.get(ref, namespace=namespace)
         if expected_version is not None and int(expected_version) != mem.version:
             raise VersionConflictError(
                 f"memory {mem.id} is at version {mem.version}, not {expected_version}: it changed since you read it",
@@ -413,14 +418,15 @@ class MemoryService:
         return updated
 
     def forget(self, refs: Sequence[str] | str, *, source: str = "cli",
-               expected_version: int | None = None) -> list[str]:
-        """Delete memories by id or unique prefix; every id is resolved before anything is deleted.
-        ``expected_version`` (one memory only): refuse (412) unless it is still at that version."""
+               expected_version: int | None = None, namespace: str | None = None) -> list[str]:
+        """Delete memories of the caller's namespace (or ``namespace``) by id or unique prefix, every id resolved
+        first. ``expected_version`` (one memory only): refuse (412) unless it is still at that version."""
         if isinstance(refs, str):
             refs = [refs]
         if not refs:
             raise ValidationError("give at least one memory id")
-        ids = list(dict.fromkeys(self.store.resolve_id(r) for r in refs))
+        ns = self._id_ns(namespace, False)
+        ids = list(dict.fromkeys(self.store.resolve_id(r, namespace=ns) for r in refs))
         gone = self.store.get_many(ids)
         if expected_version is not None:
             if len(gone) != 1:
@@ -436,14 +442,16 @@ class MemoryService:
                                 version=m.version, changes={"content": [clip(m.content), None]}) for m in gone])
         return ids
 
-    def history(self, ref: str) -> list[AuditEvent]:
-        """Who changed this memory, how and when, oldest first (a forgotten memory's full id still works)."""
+    def history(self, ref: str, *, namespace: str | None = None, all_namespaces: bool = False) -> list[AuditEvent]:
+        """Who changed this memory of the caller's namespace (or ``namespace``; ``all_namespaces``: of any),
+        how and when, oldest first (a forgotten memory's full id still works)."""
+        ns = self._id_ns(namespace, all_namespaces)
         try:
-            mid = self.store.resolve_id(ref)
+            mid = self.store.resolve_id(ref, namespace=ns)
         except NotFoundError:
             ref_id = ref.strip().lower()
             events = self.store.audit.history(ref_id)
-            if not events:
+            if not events or (ns is not None and any(e.namespace != ns for e in events)):
                 raise
             return events
         return self.store.audit.history(mid)
@@ -592,7 +600,10 @@ class MemoryService:
         """Why two memories would or would not merge (similarity, then the same-fact test)."""
         from memcli.distill import Distiller
 
-        return Distiller(self.store, self.embedder, options).explain(self.get(a), self.get(b))
+        # distill is the owner's, of every namespace unless its options name one ("in different namespaces")
+        ns = options.namespace if options is not None else None
+        ma, mb = (self.get(r, namespace=ns, all_namespaces=ns is None) for r in (a, b))
+        return Distiller(self.store, self.embedder, options).explain(ma, mb)
 
     def distill_tags(self) -> list[dict[str, Any]]:
         """The distill tags, newest first: ``[{"tag", "version", "created_at"}]``."""

@@ -19,20 +19,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memcli.audit import AuditEvent
-from memcli.errors import AmbiguousIdError, ForbiddenError, NotFoundError, ValidationError, VersionConflictError
-from memcli.models import MIN_PREFIX, Memory, normalise_scope, now_ms, validate_content, validate_namespace
+from memcli.errors import ForbiddenError, NotFoundError, ValidationError, VersionConflictError
+from memcli.models import Memory, normalise_scope, now_ms, validate_content, validate_namespace
 from memcli.reader import quote
 from memcli.service import MemoryService
 
 if TYPE_CHECKING:
     from memcli.conflict import ConflictResolver
-    from memcli.store import MemoryStore
 
 SPACES_TABLE = "memcli_spaces"
 TOKEN_PREFIX = "mnemo_"
 CACHE_SECONDS = 2.0  # how long a resolved token is trusted: a revocation elsewhere (a replica) lands within it
-_ID_CHARS = set("0123456789abcdef-")
 
 
 def token_hash(token: str) -> str:
@@ -277,43 +274,21 @@ class SpaceService(MemoryService):
     def _ns(self, namespace: str | None) -> str:
         return self.namespace  # whatever the client sent: the token decides
 
-    def _resolve(self, ref: str) -> str:
-        store: MemoryStore = self.store
-        try:
-            return store.resolve_id(ref)
-        except AmbiguousIdError:
-            pass  # ambiguous over every space: it may be unique in this one
-        raw = ref.strip().lower().replace("-", "")
-        if len(raw) < MIN_PREFIX or not set(raw) <= _ID_CHARS:
-            raise ValidationError(f"invalid memory id {ref!r}")
-        rows = store.column_values(f"namespace = {quote(self.namespace)}", ["id"])
-        hits = sorted({r["id"] for r in rows if r["id"].replace("-", "").startswith(raw)
-                       or r["id"].replace("-", "").endswith(raw)})
-        if len(hits) == 1:
-            return hits[0]
-        if not hits:
-            raise NotFoundError(f"no memory with id {ref}")
-        raise AmbiguousIdError(f"id {ref!r} matches {len(hits)} memories of this space: give more characters")
-
-    def get(self, ref: str) -> Memory:
-        mem = self.store.get(self._resolve(ref))
-        if mem is None or mem.namespace != self.namespace:
-            raise NotFoundError(f"no memory with id {ref}")  # the same answer as for an id nobody has
-        return mem
+    def _id_ns(self, namespace: str | None, all_namespaces: bool) -> str:
+        # get, update, forget, history: in this space whatever the caller names (every namespace included), so
+        # another space's id gets the same answer as an id nobody has
+        return self.namespace
 
     def list(self, *, namespace: str | None = None, all_namespaces: bool = False,
              **kwargs: Any) -> list[Memory]:
         return super().list(namespace=self.namespace, all_namespaces=False, **kwargs)
 
-    def forget(self, refs: Sequence[str] | str, *, source: str = "cli",
-               expected_version: int | None = None) -> list[str]:
-        refs = [refs] if isinstance(refs, str) else list(refs)
-        return super().forget([self.get(r).id for r in refs], source=source, expected_version=expected_version)
-
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
-               expected_version: int | None = None, source: str = "cli", **other: Any) -> Memory:
-        """As :meth:`MemoryService.update`; a stale content update of a space set to ``llm-merge`` is merged by
-        the LLM (see :mod:`memcli.conflict`) instead of refused, when it can be."""
+               expected_version: int | None = None, source: str = "cli", namespace: str | None = None,
+               **other: Any) -> Memory:
+        """As :meth:`MemoryService.update` (in this space, whatever ``namespace`` says); a stale content update
+        of a space set to ``llm-merge`` is merged by the LLM (see :mod:`memcli.conflict`) instead of refused,
+        when it can be."""
         try:
             return super().update(ref, content=content, tags=tags, expected_version=expected_version,
                                   source=source, **other)
@@ -352,15 +327,6 @@ class SpaceService(MemoryService):
                                        source=source, action="merge", note=f"llm-merge of v{based} with v{mem.version}",
                                        keep_secrets=bool(other.get("keep_secrets")))
         return MergedMemory.of(updated, based, mem.version)
-
-    def history(self, ref: str) -> list[AuditEvent]:
-        try:
-            return self.store.audit.history(self.get(ref).id)
-        except NotFoundError:
-            events = self.store.audit.history(ref.strip().lower())  # a forgotten memory, by its full id
-            if events and all(e.namespace == self.namespace for e in events):
-                return events
-            raise NotFoundError(f"no memory with id {ref}") from None
 
     def export(self, *, namespace: str | None = None, **kwargs: Any) -> Iterator[Memory]:
         return super().export(namespace=self.namespace, **kwargs)

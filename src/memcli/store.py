@@ -316,8 +316,10 @@ class MemoryStore(IndexMaintenance):
         rows = self.read_rows(where, COLUMNS + (VECTOR_COLUMNS if with_vector else []), len(ids) + 1)
         return [row_to_memory(r, with_vector=with_vector) for r in rows]
 
-    def resolve_id(self, ref: str) -> str:
-        """A full id or a unique prefix (≥ 4 characters, dashes optional) → the full id."""
+    def resolve_id(self, ref: str, *, namespace: str | None) -> str:
+        """A full id or a unique prefix (≥ 4 characters, dashes optional) → the full id, among the memories of
+        ``namespace`` only (None: of every namespace, for the store's owner). Another namespace's memory is
+        answered as an id nobody has, and is never named by an ambiguous-id error."""
         if not isinstance(ref, str):
             raise ValidationError("a memory id must be a string")
         raw = ref.strip().lower()
@@ -325,19 +327,21 @@ class MemoryStore(IndexMaintenance):
             raise ValidationError(
                 f"invalid memory id {ref!r}: give the id or at least {MIN_PREFIX} of its hex digits"
             )
+        where_ns = f"namespace = {quote(namespace)} AND " if namespace is not None else ""
+        missing = f"no memory with id {ref}" + (f" in namespace {namespace!r}" if namespace is not None else "")
         if len(raw) == 36:
-            if self.get(raw) is None:
-                raise NotFoundError(f"no memory with id {ref}")
+            if not self.read_rows(f"{where_ns}id = {quote(raw)}", ["id"], 1):
+                raise NotFoundError(missing)
             return raw
         compact = raw.replace("-", "")
         if len(compact) > 32:
-            raise NotFoundError(f"no memory with id {ref}")
+            raise NotFoundError(missing)
         # Ids are shown short (their last 8 hex digits) and full: accept a prefix or a suffix of either, with
         # or without dashes (only hex digits and dashes get here, so the patterns hold no wildcard).
-        where = (f"id LIKE '{_dashed(compact, 0)}%' OR id LIKE '%{_dashed(compact, 32 - len(compact))}'")
+        where = (f"{where_ns}(id LIKE '{_dashed(compact, 0)}%' OR id LIKE '%{_dashed(compact, 32 - len(compact))}')")
         hits = sorted({r["id"] for r in self.read_rows(where, ["id"], 6)})
         if not hits:
-            raise NotFoundError(f"no memory with id {ref}")
+            raise NotFoundError(missing)
         if len(hits) > 1:
             raise AmbiguousIdError(
                 f"id {ref!r} matches {len(hits) if len(hits) < 6 else 'at least 6'} memories "

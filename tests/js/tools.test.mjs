@@ -46,6 +46,23 @@ test("remember → recall → get → update → forget, with the MCP tools' sha
   });
 });
 
+test("an id is looked up in the namespace named (else the server's), as by the MCP tools", async () => {
+  const made = await call("memcli_remember", { content: "The ops namespace keeps the pager rota in Opsgenie.", namespace: "ops" });
+  for (const [name, extra] of [["memcli_get", {}], ["memcli_update", { content: "bent from default" }], ["memcli_forget", {}]]) {
+    await assert.rejects(call(name, { memory_id: made.memory_id, ...extra }), (err) => {
+      assert.equal(err.message, `no memory with id ${made.memory_id} in namespace 'default'`, name);
+      return true;
+    });
+  }
+  const short = made.memory_id.replace(/-/g, "").slice(-8);
+  const got = await call("memcli_get", { memory_id: short, namespace: "ops" });
+  assert.equal(got.version, 1); // nothing changed above
+  assert.match(got.content, /Opsgenie/);
+  assert.deepEqual(await call("memcli_update", { memory_id: short, namespace: "ops", importance: 0.9 }),
+    { ok: true, memory_id: made.memory_id, version: 2 });
+  assert.deepEqual(await call("memcli_forget", { memory_id: short, namespace: "ops" }), { ok: true, memory_id: made.memory_id });
+});
+
 test("bad input gets memcli's clear error and stores nothing", async () => {
   const before = (await rest("GET", "/api/stats")).data.total;
   const empty = await rest("POST", "/api/memories", { content: "   " });

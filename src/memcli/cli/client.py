@@ -48,8 +48,8 @@ class Client:
     def list(self, **kwargs: Any) -> "list[Memory]":
         return self._call("list", **kwargs)
 
-    def get(self, ref: str) -> "Memory":
-        return self._call("get", ref)
+    def get(self, ref: str, **kwargs: Any) -> "Memory":
+        return self._call("get", ref, **kwargs)
 
     def check_duplicate(self, content: str, **kwargs: Any) -> "DuplicateCheck":
         return self._call("check_duplicate", content, **kwargs)
@@ -63,11 +63,11 @@ class Client:
     def update(self, ref: str, **kwargs: Any) -> "Memory":
         return self._call("update", ref, **kwargs)
 
-    def forget(self, refs: list[str]) -> list[str]:
-        return self._call("forget", refs)
+    def forget(self, refs: list[str], **kwargs: Any) -> list[str]:
+        return self._call("forget", refs, **kwargs)
 
-    def history(self, ref: str) -> list[Any]:
-        return self._call("history", ref)
+    def history(self, ref: str, **kwargs: Any) -> list[Any]:
+        return self._call("history", ref, **kwargs)
 
     def import_records(self, records: list[Any], **kwargs: Any) -> dict[str, int]:
         return self._call("import_records", records, **kwargs)

@@ -66,13 +66,13 @@ SPECS: dict[str, Spec] = {
         ("--include-archived", "include_archived", FLAG, None), ("--mode", "mode", VALUE, str),
         ("--min-score", "min_score", VALUE, _float), ("--explain", "explain", FLAG, None), _NS, _JSON),
         defaults={"top_k": 5, "mode": "hybrid", "min_score": 0.0}),
-    "get": Spec(_opts(_JSON)),
+    "get": Spec(_opts(_NS, ("--all-namespaces|-A", "all_namespaces", FLAG, None), _JSON)),
     "remember": Spec(_opts(
         ("--tag|-t", "tag", MULTI, str), ("--agent", "agent", VALUE, str), ("--scope", "scope", VALUE, str),
         ("--importance|-i", "importance", VALUE, _float), ("--key", "key", VALUE, str), ("--ttl", "ttl", VALUE, str),
         ("--metadata", "metadata", VALUE, str), _NS, ("--keep-secrets", "keep_secrets", FLAG, None), _JSON),
         defaults={"importance": 0.5}),
-    "forget": Spec(_opts(_JSON), positional="1+"),
+    "forget": Spec(_opts(_NS, _JSON), positional="1+"),
 }
 
 
@@ -155,7 +155,9 @@ def _call(client: Any, command: str, o: dict[str, Any], args: list[str]) -> Any:
             min_score=o["min_score"], include_archived=o.get("include_archived", False))
         return [h.item() for h in hits]
     if command == "get":
-        return client.get(args[0]).item()
+        if o.get("all_namespaces") and o.get("namespace") is not None:
+            raise _StepAside  # the typer app's usage error
+        return client.get(args[0], **({"all_namespaces": True} if o.get("all_namespaces") else {})).item()
     if command == "remember":
         res = client.remember(
             args[0], tags=o.get("tag"), agent=o.get("agent"), scope=o.get("scope"), importance=o["importance"],

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
-from memcli.cli.context import use_json
+from memcli.cli.context import usage_error, use_json, with_namespace
 from memcli.cli.output import emit
 
 
@@ -39,12 +39,20 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         memory_id: str = typer.Argument(..., metavar="ID", help="The id (a forgotten memory: its full id), or a "
                                         "unique part of it."),
+        namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="The namespace the memory is in "
+                                                "(default: MEMCLI_NAMESPACE, else the config's)."),
+        all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A", help="Look in every namespace."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """Show who changed a memory, how and when, oldest first.
+        """Show who changed a memory (of your namespace, unless told another or every one), how and when,
+        oldest first.
 
         Example: memcli history 3f9a1c2e
         """
         st = use_json(ctx, json_)
-        events = [e.to_dict() for e in st.client().history(memory_id)]
+        if all_namespaces and namespace is not None:
+            raise usage_error("give one of them, not both", "--namespace / --all-namespaces")
+        with_namespace(ctx, namespace)
+        events = [e.to_dict() for e in st.client().history(
+            memory_id, **({"all_namespaces": True} if all_namespaces else {}))]
         emit(events, st.json, _table)

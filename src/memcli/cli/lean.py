@@ -281,7 +281,13 @@ def call(r: Route, command: str, o: dict[str, Any], args: list[str]) -> Any:
         hits = r.request("GET", "/api/search?" + urlencode(params))
         return None if not isinstance(hits, list) else [hit_item(h) for h in hits]
     if command == "get":
-        d = r.request("GET", "/api/memories/" + quote(args[0]))
+        if o.get("all_namespaces"):  # every namespace (not with --namespace: the typer app's usage error)
+            if o.get("namespace") is not None:
+                return None
+            where = [("all_namespaces", "true")]
+        else:
+            where = [("namespace", r.namespace)]
+        d = r.request("GET", "/api/memories/" + quote(args[0]) + "?" + urlencode(where))
         return None if d is None else memory_item(d)
     if command == "remember":
         if o.get("metadata") is not None:
@@ -300,7 +306,7 @@ def call(r: Route, command: str, o: dict[str, Any], args: list[str]) -> Any:
                 "related": [dict(x) for x in d.get("related") or [] if isinstance(x, dict)],
                 "created": bool(d.get("created", True)), "updated": bool(d.get("updated", False))}
     if command == "forget" and len(args) == 1:
-        d = r.request("DELETE", "/api/memories/" + quote(args[0]))
+        d = r.request("DELETE", "/api/memories/" + quote(args[0]) + "?" + urlencode([("namespace", r.namespace)]))
         if d is None:
             return None
         return {"ok": True, "forgotten": [d["memory_id"]] if isinstance(d, dict) and isinstance(

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from memcli.cli.context import usage_error, read_text_arg, use_json
+from memcli.cli.context import usage_error, read_text_arg, use_json, with_namespace
 from memcli.cli.output import emit, memory_detail, out
 
 
@@ -28,9 +28,11 @@ def register(app: typer.Typer) -> None:
         keep_secrets: bool = typer.Option(
             False, "--keep-secrets", help="Store the text exactly as given (by default API keys, tokens, "
             "passwords and private keys are replaced by [REDACTED:kind]); noted in the audit log."),
+        namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="The namespace the memory is in "
+                                                "(default: MEMCLI_NAMESPACE, else the config's)."),
         json_: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """Change a memory; its version goes up by one.
+        """Change a memory of your namespace; its version goes up by one.
 
         Example: memcli update 3f9a1c2e --tag decision --tag db --importance 0.9
         """
@@ -43,6 +45,7 @@ def register(app: typer.Typer) -> None:
             raise usage_error(
                 "nothing to change: give --content, --tag, --clear-tags, --importance, --scope, --agent, "
                 "--metadata or --ttl")
+        with_namespace(ctx, namespace)
         mem = st.client().update(
             memory_id, content=read_text_arg(content) if content is not None else None, tags=tags,
             importance=importance, scope=scope, agent=agent, metadata=metadata, ttl=ttl,

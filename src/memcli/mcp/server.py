@@ -37,6 +37,8 @@ SOURCE = "mcp"
 MemoryId = Annotated[str, Field(description="A memory id: the full id, its short form (last 8 hex digits) or a "
                                                    "unique prefix (at least 4 characters).")]
 Namespace = Annotated[str | None, Field(description="Namespace (isolated memory pool). Default: the configured one.")]
+IdNamespace = Annotated[str | None, Field(description="The namespace the memory is in (a memory of another "
+                                                  "namespace is not found). Default: the configured one.")]
 Tags = Annotated[list[str] | None, Field(description="Free labels, e.g. [\"decision\", \"bug\"].")]
 KeepSecrets = Annotated[bool, Field(description="Store the text exactly as given. By default secrets (API keys, "
                                               "tokens, passwords, private keys) are replaced by [REDACTED:kind]; "
@@ -155,9 +157,9 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         return json_result(res.item())
 
     @mcp.tool(name="get", title="Get a memory", annotations=read_only)
-    def get(memory_id: MemoryId) -> CallToolResult:
+    def get(memory_id: MemoryId, namespace: IdNamespace = None) -> CallToolResult:
         """One memory by id (or unique id prefix), with all its fields, including `version`."""
-        mem = run("get", memory_id)
+        mem = run("get", memory_id, namespace=namespace)
         return json_result(mem.item())
 
     @mcp.tool(
@@ -175,9 +177,10 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         expected_version: Annotated[int | None, Field(description="Only update if the memory is still at this "
                                                                   "version (from `get`); else an error.")] = None,
         keep_secrets: KeepSecrets = False,
+        namespace: IdNamespace = None,
     ) -> CallToolResult:
         """Correct or refine an existing memory; only the fields given change. Returns {"ok", "memory_id", "version"}."""
-        mem = run("update", memory_id, content=content, tags=tags,
+        mem = run("update", memory_id, content=content, tags=tags, namespace=namespace,
                   importance=importance, scope=scope, expected_version=expected_version, source="mcp",
                   **({"keep_secrets": True} if keep_secrets else {}))
         out = {"ok": True, "memory_id": mem.id, "version": mem.version}
@@ -191,9 +194,9 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                     open_world_hint=False),
     )
-    def forget(memory_id: MemoryId) -> CallToolResult:
+    def forget(memory_id: MemoryId, namespace: IdNamespace = None) -> CallToolResult:
         """Delete a memory for good (every agent loses it). Use for wrong or obsolete memories. Returns {"ok"}."""
-        ids = run("forget", memory_id, source="mcp")
+        ids = run("forget", memory_id, source="mcp", namespace=namespace)
         return json_result({"ok": True, "memory_id": ids[0]})
 
     register_board_tools(mcp, holder)

@@ -55,6 +55,19 @@ def new_memory(data: Any, what: str = "the memory") -> "NewMemory":
     return NewMemory(**d)
 
 
+def id_namespace(request: Request, every: bool = True) -> dict[str, Any]:
+    """The namespace an id route acts in: ``?namespace=`` (else the server's; a space token's is its space
+    whatever it sends); ``?all_namespaces=true`` (reads only, ``every``) looks in every namespace."""
+    q = request.query_params
+    if every and bool_param(q, "all_namespaces"):
+        if q.get("namespace"):
+            raise ValidationError("give namespace or all_namespaces, not both")
+        return {"all_namespaces": True}
+    if not every and bool_param(q, "all_namespaces"):
+        raise ValidationError("all_namespaces is for reads: a change names its memory's namespace")
+    return {"namespace": q["namespace"]} if q.get("namespace") else {}
+
+
 def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
     """The memory routes; ``call(method, ...)`` runs a service method in the thread pool, ``batcher`` groups
     concurrent remembers into one commit."""
@@ -95,7 +108,7 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
                             status_code=201 if any(r.created for r in results) else 200)
 
     async def get_memory(request: Request) -> Response:
-        mem = await call("get", request.path_params["memory_id"])
+        mem = await call("get", request.path_params["memory_id"], **id_namespace(request))
         return JSONResponse(mem.item(), headers=etag(mem.version))
 
     async def patch_memory(request: Request) -> Response:
@@ -111,17 +124,18 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
                 raise ValidationError("expected_version must be an integer (the version you read)")
         d = {k: v for k, v in d.items() if k != "expected_version"}
         mem = await call("update", request.path_params["memory_id"], expected_version=expected,
-                         source=write_source(request), **d)
+                         source=write_source(request), **id_namespace(request, every=False), **d)
         return JSONResponse(mem.item(), headers=etag(mem.version))
 
     async def delete_memory(request: Request) -> Response:
         expected = if_match(request)  # a stale If-Match: 412, nothing deleted
         kw = {"expected_version": expected} if expected is not None else {}
-        ids = await call("forget", request.path_params["memory_id"], source=write_source(request), **kw)
+        ids = await call("forget", request.path_params["memory_id"], source=write_source(request), **kw,
+                         **id_namespace(request, every=False))
         return JSONResponse({"ok": True, "memory_id": ids[0]})
 
     async def memory_history(request: Request) -> Response:
-        events = await call("history", request.path_params["memory_id"])
+        events = await call("history", request.path_params["memory_id"], **id_namespace(request))
         return JSONResponse([e.to_dict() for e in events])
 
     async def search(request: Request, mode: str = "hybrid") -> Response:

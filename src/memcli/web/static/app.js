@@ -185,8 +185,8 @@ function memoryRow(m) {
   const li = el("li", {
     class: "mem" + (state.selected && state.selected.memory_id === m.memory_id ? " selected" : ""),
     "data-id": m.memory_id, tabindex: "0",
-    onclick: (ev) => { if (!ev.target.closest("details")) openMemory(m.memory_id).catch(report); },
-    onkeydown: (ev) => { if (ev.key === "Enter") openMemory(m.memory_id).catch(report); },
+    onclick: (ev) => { if (!ev.target.closest("details")) openMemory(m.memory_id, m.namespace).catch(report); },
+    onkeydown: (ev) => { if (ev.key === "Enter") openMemory(m.memory_id, m.namespace).catch(report); },
   }, el("div", { class: "content" }, m.content), meta);
   if (m.explain) li.append(explainBox(m.explain));
   return li;
@@ -307,8 +307,15 @@ function drawChart(data) {
 }
 
 // ------------------------------------------------------------------------------------------- one memory
-async function openMemory(id) {
-  const { data } = await api("GET", "/api/memories/" + encodeURIComponent(id));
+/** The route of one memory, in its namespace (an id is looked up in one namespace only); without one, the
+ * owner's view looks in every namespace (a distill run's ids). A space token stays in its space either way. */
+function memoryPath(id, ns, suffix = "") {
+  const where = ns ? { namespace: ns } : { all_namespaces: "true" };
+  return "/api/memories/" + encodeURIComponent(id) + suffix + "?" + qs(where);
+}
+
+async function openMemory(id, ns) {
+  const { data } = await api("GET", memoryPath(id, ns));
   showMemory(data);
   for (const li of document.querySelectorAll(".mem")) li.classList.toggle("selected", li.dataset.id === data.memory_id);
 }
@@ -364,7 +371,7 @@ async function save(version) {
   if (!Object.keys(fields).length) return;
   $("d-save").disabled = true;
   try {
-    const { data } = await api("PATCH", "/api/memories/" + encodeURIComponent(m.memory_id),
+    const { data } = await api("PATCH", memoryPath(m.memory_id, m.namespace),
                                { body: fields, headers: { "If-Match": `"${version}"` } });
     showMemory(data);
     message(`Saved (version ${data.version}).`, "ok");
@@ -378,7 +385,7 @@ async function save(version) {
 }
 
 async function showConflict(editedVersion) {
-  const { data } = await api("GET", "/api/memories/" + encodeURIComponent(state.selected.memory_id));
+  const { data } = await api("GET", memoryPath(state.selected.memory_id, state.selected.namespace));
   state.conflict = data;
   $("d-conflict-text").textContent = `You edited version ${editedVersion}; the stored memory is now version ` +
     `${data.version} (changed ${age(data.updated_at)}). Nothing was saved.`;
@@ -400,7 +407,7 @@ async function forget() {
   const m = state.selected;
   $("d-confirm").hidden = true;
   try {
-    await api("DELETE", "/api/memories/" + encodeURIComponent(m.memory_id));
+    await api("DELETE", memoryPath(m.memory_id, m.namespace));
   } catch (e) {
     message(e instanceof ApiError ? e.message : String(e), "error");
     return;
@@ -418,7 +425,7 @@ async function forget() {
 
 async function showHistory() {
   const m = state.selected;
-  const { data } = await api("GET", `/api/memories/${encodeURIComponent(m.memory_id)}/history`);
+  const { data } = await api("GET", memoryPath(m.memory_id, m.namespace, "/history"));
   const ol = clear($("d-history"));
   for (const e of data) {
     const changed = Object.keys(e.changes || {}).join(", ");

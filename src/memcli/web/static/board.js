@@ -110,7 +110,7 @@ function showCard(t, keepMessages) {
   for (const m of t.memories || []) {
     mems.append(el("li", { "data-id": m.memory_id },
       el("button", { type: "button", class: "link", title: m.memory_id,
-                     onclick: () => openMemory(m.memory_id).catch(report) }, shortId(m.memory_id)),
+                     onclick: () => openMemory(m.memory_id, m.namespace).catch(report) }, shortId(m.memory_id)),
       el("span", { class: "c-mem-text" }, m.content),
       el("span", { class: "muted" }, ` · ${m.scope} · ${age(m.created_at)}`)));
   }
@@ -158,7 +158,8 @@ async function moveCard() {
     const note = [`Moved ${data.task_id} ${data.from} → ${data.to}`];
     if (data.memory_id) {
       note.push(" (recorded as memory ", el("button", { type: "button", class: "link", title: data.memory_id,
-        "data-memory": data.memory_id, onclick: () => openMemory(data.memory_id).catch(report) },
+        "data-memory": data.memory_id,
+        onclick: () => openMemory(data.memory_id, data.task && data.task.namespace).catch(report) },
         shortId(data.memory_id)), ")");
     }
     boardMsg("c-msg", note.concat(data.warning ? [". ", data.warning] : ["."]), data.warning ? "error" : "ok");

@@ -153,7 +153,7 @@ async function previewUndo() {
   const changes = data.changes || [], kept = data.kept || [], gone = data.gone || [];
   const texts = {};
   // the texts of the memories that change (a few requests; a memory that cannot be read shows its id only)
-  await Promise.all(changes.slice(0, 30).map((c) => api("GET", "/api/memories/" + encodeURIComponent(c.memory_id))
+  await Promise.all(changes.slice(0, 30).map((c) => api("GET", memoryPath(c.memory_id, c.namespace))
     .then(({ data: m }) => { texts[c.memory_id] = m.content; }).catch(() => null)));
   const n = changes.length;
   $("distill-undo-summary").textContent = n
