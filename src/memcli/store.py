@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from memcli.audit import AuditLog
-from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
+from memcli.errors import (AmbiguousIdError, DamagedStoreError, EmbedderMismatchError, NotFoundError, StoreError,
+                           ValidationError)
 from memcli.models import MIN_PREFIX, Memory
 from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
 from memcli.reader import Reader, quote
@@ -29,6 +30,8 @@ from memcli.textnorm import query_text
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
+# nor lancedb's Rust warnings (a damaged index's, with the source paths of the engine): memcli says it itself
+os.environ.setdefault("LANCEDB_LOG", "error")
 
 SCHEMA_VERSION = 2
 TOKEN_BEST_TTL = 600.0  # seconds a token's best single score is reused (document frequencies move slowly)
@@ -128,7 +131,12 @@ class MemoryStore(IndexMaintenance):
                 "`memcli reindex` once to migrate it (nothing is lost; the old table stays until it is done)."
             )
         self.dim = int((self.stored_identity or identity)["dim"])
-        self.table = self._open_or_create(self.table_name, self.dim)
+        try:
+            if not self.stored_identity:  # new settings: a store whose settings table vanished is not a new one
+                self._refuse_orphans()
+            self.table = self._open_or_create(self.table_name, self.dim)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"cannot open the store at {uri}: {_open_failure(exc)}. Run `memcli doctor`.") from exc
         self._add_status_columns()
         self.reader = Reader(self.table.to_lance())
         if not self.stored_identity:
@@ -148,22 +156,111 @@ class MemoryStore(IndexMaintenance):
 
     def open_or_create(self, name: str, create: Callable[[], Any]) -> Any:
         """Open a table, or create it with ``create()`` if it is missing: on object storage one creator at a
-        time (objectstore.creation_guard); another process may have created it first either way."""
-        try:
-            return self.db.open_table(name)
-        except (ValueError, FileNotFoundError):
-            pass
+        time (objectstore.creation_guard); another process may have created it first either way. A table
+        that is there but cannot be read is damaged, never missing: DamagedStoreError, nothing written."""
+        table = self._open_table(name)
+        if table is not None:
+            return table
         from memcli.objectstore import creation_guard
 
         with creation_guard(self.uri, self.storage_options):
-            try:
-                return self.db.open_table(name)
-            except (ValueError, FileNotFoundError):
-                pass
+            table = self._open_table(name)
+            if table is not None:
+                return table
+            self._refuse_leftovers(name)
             try:
                 return create()
             except (ValueError, OSError):  # another process created it first
-                return self.db.open_table(name)
+                table = self._open_table(name)
+                if table is None:
+                    raise
+                return table
+
+    def table_path(self, name: str) -> str:
+        """Where table ``name`` lives (a directory, or a prefix on object storage)."""
+        return f"{self.uri.rstrip('/')}/{name}.lance"
+
+    def _open_table(self, name: str) -> Any:
+        """The table, or None when it does not exist. Locally any other failure to open it (a garbled
+        manifest) is a DamagedStoreError; on object storage it is raised as it is (a bucket that does not
+        answer is not a damaged table: the caller says which)."""
+        try:
+            return self.db.open_table(name)
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            if "was not found" in str(exc):
+                return None
+            if not self._local:
+                raise
+            raise self._damaged(name, f"its latest version cannot be read ({_open_failure(exc)})") from exc
+        except (OSError, RuntimeError) as exc:
+            if not self._local:
+                raise
+            raise self._damaged(name, f"its latest version cannot be read ({_open_failure(exc)})") from exc
+
+    def _refuse_leftovers(self, name: str) -> None:
+        """Table ``name`` has no version (lance found none): raise DamagedStoreError when its files hold
+        memories nonetheless (its ``_versions`` deleted, a half-copied directory), rather than create a new
+        empty table over them. An empty leftover (a creation that died before its first commit) is no loss."""
+        if self._local:
+            data = Path(self.table_path(name)) / "data"
+            found = sum(1 for p in data.iterdir() if p.is_file()) if data.is_dir() else 0
+            if found:
+                raise self._damaged(name, f"it holds {found} data file{'s' if found != 1 else ''} but no readable "
+                                          "version (its _versions directory is missing or empty)")
+            return
+        try:
+            listed = name in self._table_names()
+        except (OSError, RuntimeError, ValueError):
+            return  # the creation below fails with the store's own words
+        if not listed:
+            return
+        # s3:// creators take turns (creation_guard); another store's creator may be between its first file and
+        # its commit
+        for _ in range(0 if self.uri.lower().startswith("s3://") else 5):
+            time.sleep(0.5)
+            if self._open_table(name) is not None:
+                return
+        raise self._damaged(name, "its files are there but it has no readable version (its _versions are missing)")
+
+    def _table_names(self) -> set[str]:
+        """The names of every table directory (or prefix) of the database, readable or not."""
+        names: set[str] = set()
+        token = None
+        while True:
+            page = self.db.list_tables(page_token=token)
+            names.update(page.tables)
+            token = page.page_token
+            if not token:
+                return names
+
+    def _damaged(self, name: str, why: str) -> DamagedStoreError:
+        path = self.table_path(name)
+        what = "the store's settings table" if name == META_TABLE else f"the table {name!r}"
+        if self._local:
+            way = (f"memcli writes nothing over it: restore {path} from a backup, or move it aside "
+                   f"(mv {path} {path}.damaged) to start that table empty")
+        else:
+            way = (f"memcli writes nothing over it: restore the prefix {path}/ from a backup (or a versioned "
+                   "bucket's earlier objects), or move it aside to start that table empty")
+        return DamagedStoreError(f"{what} at {path} is damaged: {why}", way)
+
+    def _refuse_orphans(self) -> None:
+        """The settings table is new, yet memory tables are there (the one a reindex made, named
+        ``memories_<ms>``, while ``memories`` is absent): the settings that named the active table are lost,
+        and a new empty ``memories`` table would hide every memory."""
+        try:
+            names = self._table_names()
+        except (OSError, RuntimeError, ValueError):
+            return
+        orphans = sorted(n for n in names if n.startswith(f"{DEFAULT_TABLE}_"))
+        if orphans and DEFAULT_TABLE not in names:
+            raise DamagedStoreError(
+                f"the store's settings table ({META_TABLE}) at {self.table_path(META_TABLE)} is missing or new, but "
+                f"memory tables are there ({', '.join(orphans)}): the setting that names the active one is lost",
+                f"memcli writes nothing over them: restore {self.table_path(META_TABLE)} from a backup, or rename "
+                f"the newest table's directory to {DEFAULT_TABLE}.lance and run `memcli doctor`")
 
     def read_meta(self) -> dict[str, str]:
         """Key/value settings stored with the table (schema version, embedder identity, active table)."""
@@ -407,7 +504,7 @@ class MemoryStore(IndexMaintenance):
         snap = self.reader.snapshot()
         out = Candidates(text=[], vector=[], context=[], snapshot=snap)
         try:
-            fut = _pool().submit(self._text_search, snap, text, where, k) if text else None
+            fut = _pool().submit(self._text_search, snap, text, where, k, vector is not None) if text else None
             if vector is not None:
                 out.vector = self._vector_ids(snap, vector, "vector", where, k)
                 if context:
@@ -415,7 +512,7 @@ class MemoryStore(IndexMaintenance):
             if fut is not None:
                 out.text, out.text_ideal = fut.result()
         except (OSError, RuntimeError, ValueError) as exc:
-            raise StoreError(f"search failed: {exc}") from exc
+            raise StoreError(f"search failed: {exc}. Run `memcli doctor`.") from exc
         return out
 
     def _vector_ids(self, snapshot: Any, vector: Sequence[float], column: str, where: str | None,
@@ -423,9 +520,9 @@ class MemoryStore(IndexMaintenance):
         rows = self.reader.vector(snapshot, vector, column, where, k, [], self.vector_nprobes(column))
         return [(int(r["_rowid"]), 1.0 - float(r["_distance"])) for r in rows]
 
-    def _text_search(self, snapshot: Any, text: str, where: str | None,
-                     k: int) -> tuple[list[tuple[int, float]], float | None]:
-        hits = self._text_ids(snapshot, text, where, k)
+    def _text_search(self, snapshot: Any, text: str, where: str | None, k: int,
+                     meaning: bool = True) -> tuple[list[tuple[int, float]], float | None]:
+        hits = self._text_ids(snapshot, text, where, k, meaning)
         return hits, (self.keyword_ideal(snapshot, text, where) if hits else None)
 
     def keyword_ideal(self, snapshot: Any, text: str, where: str | None) -> float:
@@ -455,7 +552,8 @@ class MemoryStore(IndexMaintenance):
         present = [v for v in scores if v > 0]
         return sum(present) + max(present, default=0.0) * (len(scores) - len(present))
 
-    def _text_ids(self, snapshot: Any, text: str, where: str | None, k: int) -> list[tuple[int, float]]:
+    def _text_ids(self, snapshot: Any, text: str, where: str | None, k: int,
+                  meaning: bool = True) -> list[tuple[int, float]]:
         query = query_text(text).strip()
         if not query:
             return []
@@ -465,10 +563,8 @@ class MemoryStore(IndexMaintenance):
         try:
             rows = self.reader.text(snapshot, query, "search_text", where, k, [])
         except (ValueError, RuntimeError, OSError) as exc:
-            if "index" in str(exc).lower():  # dropped meanwhile (reindex): found again on the next write
-                self._fts_ready = False
-                return []
-            raise
+            self._fts_ready = False  # dropped meanwhile (reindex): looked up again on the next search or write
+            return self.keyword_search_failed(exc, meaning)  # or damaged: recall goes on with meaning, says the log
         return [(int(r["_rowid"]), float(r["_score"])) for r in rows]
 
     def fetch(self, candidates: Candidates, rowids: Sequence[int]) -> dict[int, Memory]:
