@@ -19,9 +19,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memcli import damage
 from memcli.audit import AuditLog
-from memcli.errors import (AmbiguousIdError, DamagedStoreError, EmbedderMismatchError, NotFoundError, StoreError,
-                           ValidationError)
+from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
 from memcli.models import MIN_PREFIX, Memory
 from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
 from memcli.reader import Reader, quote
@@ -87,6 +87,11 @@ def _open_failure(exc: BaseException) -> str:
     return text[:500]
 
 
+def _label(table: str) -> str | None:
+    """How a damaged table is named to the user (None: by its name)."""
+    return "the store's settings table" if table == META_TABLE else None
+
+
 class MemoryStore(IndexMaintenance):
     """One LanceDB database holding the memories table and a small meta table."""
 
@@ -133,7 +138,7 @@ class MemoryStore(IndexMaintenance):
         self.dim = int((self.stored_identity or identity)["dim"])
         try:
             if not self.stored_identity:  # new settings: a store whose settings table vanished is not a new one
-                self._refuse_orphans()
+                damage.refuse_orphans(self.db, uri, META_TABLE, DEFAULT_TABLE)
             self.table = self._open_or_create(self.table_name, self.dim)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"cannot open the store at {uri}: {_open_failure(exc)}. Run `memcli doctor`.") from exc
@@ -167,7 +172,8 @@ class MemoryStore(IndexMaintenance):
             table = self._open_table(name)
             if table is not None:
                 return table
-            self._refuse_leftovers(name)
+            damage.refuse_leftovers(self.db, self.uri, name, opens=lambda: self._open_table(name) is not None,
+                                    label=_label(name))
             try:
                 return create()
             except (ValueError, OSError):  # another process created it first
@@ -175,10 +181,6 @@ class MemoryStore(IndexMaintenance):
                 if table is None:
                     raise
                 return table
-
-    def table_path(self, name: str) -> str:
-        """Where table ``name`` lives (a directory, or a prefix on object storage)."""
-        return f"{self.uri.rstrip('/')}/{name}.lance"
 
     def _open_table(self, name: str) -> Any:
         """The table, or None when it does not exist. Locally any other failure to open it (a garbled
@@ -188,79 +190,13 @@ class MemoryStore(IndexMaintenance):
             return self.db.open_table(name)
         except FileNotFoundError:
             return None
-        except ValueError as exc:
-            if "was not found" in str(exc):
+        except (OSError, RuntimeError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "was not found" in str(exc):
                 return None
-            if not self._local:
+            if not self._local or "permission denied" in str(exc).lower():  # not damage: said as it is
                 raise
-            raise self._damaged(name, f"its latest version cannot be read ({_open_failure(exc)})") from exc
-        except (OSError, RuntimeError) as exc:
-            if not self._local:
-                raise
-            raise self._damaged(name, f"its latest version cannot be read ({_open_failure(exc)})") from exc
-
-    def _refuse_leftovers(self, name: str) -> None:
-        """Table ``name`` has no version (lance found none): raise DamagedStoreError when its files hold
-        memories nonetheless (its ``_versions`` deleted, a half-copied directory), rather than create a new
-        empty table over them. An empty leftover (a creation that died before its first commit) is no loss."""
-        if self._local:
-            data = Path(self.table_path(name)) / "data"
-            found = sum(1 for p in data.iterdir() if p.is_file()) if data.is_dir() else 0
-            if found:
-                raise self._damaged(name, f"it holds {found} data file{'s' if found != 1 else ''} but no readable "
-                                          "version (its _versions directory is missing or empty)")
-            return
-        try:
-            listed = name in self._table_names()
-        except (OSError, RuntimeError, ValueError):
-            return  # the creation below fails with the store's own words
-        if not listed:
-            return
-        # s3:// creators take turns (creation_guard); another store's creator may be between its first file and
-        # its commit
-        for _ in range(0 if self.uri.lower().startswith("s3://") else 5):
-            time.sleep(0.5)
-            if self._open_table(name) is not None:
-                return
-        raise self._damaged(name, "its files are there but it has no readable version (its _versions are missing)")
-
-    def _table_names(self) -> set[str]:
-        """The names of every table directory (or prefix) of the database, readable or not."""
-        names: set[str] = set()
-        token = None
-        while True:
-            page = self.db.list_tables(page_token=token)
-            names.update(page.tables)
-            token = page.page_token
-            if not token:
-                return names
-
-    def _damaged(self, name: str, why: str) -> DamagedStoreError:
-        path = self.table_path(name)
-        what = "the store's settings table" if name == META_TABLE else f"the table {name!r}"
-        if self._local:
-            way = (f"memcli writes nothing over it: restore {path} from a backup, or move it aside "
-                   f"(mv {path} {path}.damaged) to start that table empty")
-        else:
-            way = (f"memcli writes nothing over it: restore the prefix {path}/ from a backup (or a versioned "
-                   "bucket's earlier objects), or move it aside to start that table empty")
-        return DamagedStoreError(f"{what} at {path} is damaged: {why}", way)
-
-    def _refuse_orphans(self) -> None:
-        """The settings table is new, yet memory tables are there (the one a reindex made, named
-        ``memories_<ms>``, while ``memories`` is absent): the settings that named the active table are lost,
-        and a new empty ``memories`` table would hide every memory."""
-        try:
-            names = self._table_names()
-        except (OSError, RuntimeError, ValueError):
-            return
-        orphans = sorted(n for n in names if n.startswith(f"{DEFAULT_TABLE}_"))
-        if orphans and DEFAULT_TABLE not in names:
-            raise DamagedStoreError(
-                f"the store's settings table ({META_TABLE}) at {self.table_path(META_TABLE)} is missing or new, but "
-                f"memory tables are there ({', '.join(orphans)}): the setting that names the active one is lost",
-                f"memcli writes nothing over them: restore {self.table_path(META_TABLE)} from a backup, or rename "
-                f"the newest table's directory to {DEFAULT_TABLE}.lance and run `memcli doctor`")
+            raise damage.damaged(self.uri, name, f"its latest version cannot be read ({_open_failure(exc)})",
+                                 label=_label(name)) from exc
 
     def read_meta(self) -> dict[str, str]:
         """Key/value settings stored with the table (schema version, embedder identity, active table)."""
