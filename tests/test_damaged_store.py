@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -54,18 +55,24 @@ class Cli:
         self.exe, self.env = exe, env
         self.seen: list[str] = []
 
-    def __call__(self, *args: str, json_env: str | None = None) -> subprocess.CompletedProcess[str]:
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = dict(self.env, MEMCLI_NO_SERVER="1")
-        if json_env is not None:
-            env["MEMCLI_JSON"] = json_env
+        if args[-1] == "--human":  # what a terminal gets: MEMCLI_JSON=0
+            args, env["MEMCLI_JSON"] = args[:-1], "0"
         p = subprocess.run([self.exe, *args], env=env, capture_output=True, text=True, timeout=120)
         self.seen += [p.stdout, p.stderr]
         return p
 
-    def error(self, *args: str) -> dict[str, Any]:
-        """A command that must fail: exit 1 and a JSON error object on stdout, no traceback anywhere."""
-        p = self(*args, "--json")
-        assert p.returncode == 1, (args, p.returncode, p.stdout, p.stderr)
+    def many(self, *commands: tuple[str, ...]) -> list[subprocess.CompletedProcess[str]]:
+        """Read-only commands side by side (two cores: half the wait)."""
+        with ThreadPoolExecutor(2) as pool:
+            return list(pool.map(lambda args: self(*args), commands))
+
+    def error(self, *args: str, ran: subprocess.CompletedProcess[str] | None = None) -> dict[str, Any]:
+        """A command that must fail (``args``, or the run ``ran``): exit 1 and a JSON error object on stdout,
+        no traceback anywhere."""
+        p = ran if ran is not None else self(*args, "--json")
+        assert p.returncode == 1, (p.args, p.returncode, p.stdout, p.stderr)
         assert "Traceback" not in p.stdout + p.stderr, p.stderr
         body = json.loads(p.stdout)
         assert body["ok"] is False and body["code"], body
@@ -82,8 +89,8 @@ def cli(memcli_bin: str, subprocess_env: dict[str, str]) -> Cli:
     return Cli(memcli_bin, subprocess_env)
 
 
-def _doctor(cli: Cli) -> tuple[int, dict[str, dict[str, Any]]]:
-    p = cli("doctor", "--json")
+def _doctor(cli: Cli, ran: subprocess.CompletedProcess[str] | None = None) -> tuple[int, dict[str, dict[str, Any]]]:
+    p = ran if ran is not None else cli("doctor", "--json")
     assert "Traceback" not in p.stdout + p.stderr, p.stderr
     return p.returncode, {c["name"]: c for c in json.loads(p.stdout)["checks"]}
 
@@ -96,25 +103,27 @@ def test_a_table_without_versions_is_named_and_never_written_over(home: Path, cl
     shutil.rmtree(table / "_versions")
     before = _files(table)
 
-    for args in (("list",), ("recall", "PostgreSQL invoices"), ("get", "0123abcd"), ("stats",)):
-        body = cli.error(*args)
+    listed, recalled, doctor = cli.many(("list", "--json"), ("recall", "PostgreSQL invoices", "--json"),
+                                        ("doctor", "--json"))
+    for ran in (listed, recalled):
+        body = cli.error(ran=ran)
         assert body["code"] == "store_error", body
         msg = body["error"]
         assert str(table) in msg and "damaged" in msg and "no readable version" in msg, msg
         assert "restore" in msg and f"mv {table} {table}.damaged" in msg, msg  # the way out
 
-    code, checks = _doctor(cli)
+    code, checks = _doctor(cli, doctor)
     assert code == 1
     store = checks["store"]
     assert store["status"] == "fail" and str(table) in store["detail"] and "_versions" in store["detail"], store
     assert "restore" in store["fix"] and ".damaged" in store["fix"], store
 
-    body = cli.error("remember", "a new fact that must not start a new table")
-    assert "damaged" in body["error"], body
     batch = home.parent / "batch.jsonl"
     batch.write_text(json.dumps({"content": "an imported fact, not over the damaged table"}) + "\n")
-    body = cli.error("import", str(batch))  # a bulk write too
-    assert "damaged" in body["error"], body
+    remembered, imported = cli.many(("remember", "a new fact that must not start a new table", "--json"),
+                                    ("import", str(batch), "--json"))  # a bulk write too
+    for ran in (remembered, imported):
+        assert "damaged" in cli.error(ran=ran)["error"]
     assert _files(table) == before  # the old data files untouched, no new version made over them
     assert not (table / "_versions").exists()
     cli.no_source_paths()
@@ -130,11 +139,12 @@ def test_the_settings_table_without_versions_is_named(home: Path, cli: Cli) -> N
     meta = _table(home, "memcli_meta")
     shutil.rmtree(meta / "_versions")
     before = _files(home / "data")
-    body = cli.error("list")
+    listed, doctor = cli.many(("list", "--json"), ("doctor", "--json"))
+    body = cli.error(ran=listed)
     assert "settings table" in body["error"] and str(meta) in body["error"], body
     assert cli.error("remember", "not over the old settings")["code"] == "store_error"
     assert _files(home / "data") == before
-    code, checks = _doctor(cli)
+    code, checks = _doctor(cli, doctor)
     assert code == 1 and checks["store"]["status"] == "fail" and "settings table" in checks["store"]["detail"]
     cli.no_source_paths()
 
@@ -159,15 +169,16 @@ def test_a_garbled_manifest_is_a_clear_error_on_every_output(home: Path, cli: Cl
         manifest.write_bytes(b"garbage\n")
     before = _files(table)
 
-    body = cli.error("list")
+    listed, doctor = cli.many(("list", "--json"), ("doctor", "--json"))
+    body = cli.error(ran=listed)
     assert body["code"] == "store_error" and "damaged" in body["error"] and str(table) in body["error"], body
     assert "latest version cannot be read" in body["error"], body
-    body = cli.error("remember", "not over a garbled table")
-    assert "damaged" in body["error"], body
-    human = cli("list", json_env="0")  # people get one red line on stderr, no traceback
+    remembered, human = cli.many(("remember", "not over a garbled table", "--json"),
+                                 ("list", "--human"))  # people get one red line on stderr, no traceback
+    assert "damaged" in cli.error(ran=remembered)["error"]
     assert human.returncode == 1 and "Traceback" not in human.stdout + human.stderr, human.stderr
     assert "Error:" in human.stderr and "damaged" in human.stderr, human.stderr
-    code, checks = _doctor(cli)
+    code, checks = _doctor(cli, doctor)
     assert code == 1 and checks["store"]["status"] == "fail" and "damaged" in checks["store"]["detail"]
     assert _files(table) == before
     cli.no_source_paths()
@@ -188,25 +199,27 @@ def test_truncated_keyword_index_degrades_to_meaning_and_compact_rebuilds_it(hom
     ids = _seed(home)
     assert _truncate_index_files(_table(home)) > 0
 
-    code, checks = _doctor(cli)
+    doctor, p, text = cli.many(("doctor", "--json"), ("recall", "PostgreSQL invoices", "--json"),
+                               ("recall", "PostgreSQL", "--mode", "text", "--json"))
+    code, checks = _doctor(cli, doctor)
     assert code == 1
     fts = checks["full-text index"]
     assert fts["status"] == "fail" and "damaged" in fts["detail"] and "keyword recall" in fts["detail"], fts
     assert "memcli compact" in fts["fix"] and "rebuilds" in fts["fix"], fts
 
-    p = cli("recall", "PostgreSQL invoices", "--json")  # hybrid: meaning alone, and it says so
+    # hybrid: meaning alone, and it says so
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert json.loads(p.stdout)[0]["memory_id"] == ids[0]
     assert "full-text index" in p.stderr and "memcli compact" in p.stderr, p.stderr
-    body = cli.error("recall", "PostgreSQL", "--mode", "text")  # keyword only: nothing to fall back to
+    body = cli.error(ran=text)  # keyword only: nothing to fall back to
     assert "full-text index" in body["error"] and "memcli compact" in body["error"], body
 
     p = cli("compact", "--json")
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert json.loads(p.stdout)["rebuilt_indexes"] == ["search_text_v2_idx"], p.stdout
-    code, checks = _doctor(cli)
+    doctor, p = cli.many(("doctor", "--json"), ("recall", "PostgreSQL", "--mode", "text", "--json"))
+    code, checks = _doctor(cli, doctor)
     assert code == 0 and checks["full-text index"]["status"] == "ok", checks
-    p = cli("recall", "PostgreSQL", "--mode", "text", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)[0]["memory_id"] == ids[0], (p.stdout, p.stderr)
     assert p.stderr.strip() == "", p.stderr
     cli.no_source_paths()
@@ -225,10 +238,11 @@ def test_truncated_vector_index_is_named_and_rebuilt(home: Path, cli: Cli) -> No
     with open(vec / "index.idx", "r+b") as fh:
         fh.truncate(10)
 
-    code, checks = _doctor(cli)
+    doctor, vector = cli.many(("doctor", "--json"), ("recall", "billing service host", "--mode", "vector", "--json"))
+    code, checks = _doctor(cli, doctor)
     assert code == 1 and checks["vector index"]["status"] == "fail", checks
     assert "memcli compact" in checks["vector index"]["fix"]
-    body = cli.error("recall", "billing service host", "--mode", "vector")
+    body = cli.error(ran=vector)
     assert "memcli doctor" in body["error"], body
     p = cli("compact", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["rebuilt_indexes"] == ["vector_idx"], (p.stdout, p.stderr)
@@ -299,10 +313,10 @@ def test_an_unexpected_engine_error_is_a_json_error_not_a_traceback(home: Path, 
     _seed(home)
     for f in (_table(home) / "data").iterdir():
         f.write_bytes(os.urandom(64))
-    for args in (("list",), ("export",)):
-        p = cli(*args, "--json")
-        assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, (args, p.stdout, p.stderr)
+    *runs, doctor = cli.many(("list", "--json"), ("export", "--json"), ("doctor", "--json"))
+    for p in runs:
+        assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, (p.args, p.stdout, p.stderr)
         assert json.loads(p.stdout)["ok"] is False, p.stdout
-    code, checks = _doctor(cli)
+    code, checks = _doctor(cli, doctor)
     assert code == 1 and checks["store data"]["status"] == "fail", checks
     cli.no_source_paths()
