@@ -307,16 +307,44 @@ def test_engine_source_locations_never_reach_a_message() -> None:
     assert clean_message("a path of the user's: /home/me/notes.txt") == "a path of the user's: /home/me/notes.txt"
 
 
-def test_an_unexpected_engine_error_is_a_json_error_not_a_traceback(home: Path, cli: Cli) -> None:
-    """Whatever the store raises that no core call names still reaches the user as one message (a data
-    file of the table replaced by garbage: every read of it fails inside the engine)."""
+def test_a_garbled_data_file_is_named_without_engine_paths(home: Path, cli: Cli) -> None:
+    """A data file of the table replaced by garbage: every read of it fails inside the engine, and says so
+    in memcli's words (doctor: which check, what to do)."""
     _seed(home)
     for f in (_table(home) / "data").iterdir():
         f.write_bytes(os.urandom(64))
     *runs, doctor = cli.many(("list", "--json"), ("export", "--json"), ("doctor", "--json"))
     for p in runs:
-        assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, (p.args, p.stdout, p.stderr)
-        assert json.loads(p.stdout)["ok"] is False, p.stdout
+        assert cli.error(ran=p)["code"] == "store_error"
     code, checks = _doctor(cli, doctor)
     assert code == 1 and checks["store data"]["status"] == "fail", checks
+    assert "restore" in checks["store data"]["fix"]
+    cli.no_source_paths()
+
+
+def test_an_engine_error_no_core_call_names_is_an_error_message_not_a_traceback(home: Path, cli: Cli) -> None:
+    """The CLI's error boundary: whatever the engine raises reaches the user as one message (a JSON error
+    object with --json), never a traceback. Here: the team spaces table's manifest garbled."""
+    p = cli("space", "create", "acme", "--agent", "alice", "--json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    for manifest in (_table(home, "memcli_spaces") / "_versions").glob("*.manifest"):
+        manifest.write_bytes(b"garbage\n")
+    machine, human = cli.many(("space", "list", "--json"), ("space", "list", "--human"))
+    body = cli.error(ran=machine)
+    assert body["code"] in ("internal_error", "store_error") and "sufficient data" in body["error"], body
+    assert human.returncode == 1 and "Traceback" not in human.stderr and "Error:" in human.stderr, human.stderr
+    cli.no_source_paths()
+
+
+def test_a_damaged_board_table_is_named_and_never_written_over(home: Path, cli: Cli) -> None:
+    p = cli("board", "add", "Fix the flaky upload test", "--json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    tasks = _table(home, "memcli_tasks")
+    shutil.rmtree(tasks / "_versions")
+    before = _files(tasks)
+    listed, added = cli.many(("board", "list", "--json"), ("board", "add", "a new card", "--json"))
+    for ran in (listed, added):
+        body = cli.error(ran=ran)
+        assert "board table" in body["error"] and "damaged" in body["error"] and "restore" in body["error"], body
+    assert _files(tasks) == before
     cli.no_source_paths()

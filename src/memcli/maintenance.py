@@ -194,17 +194,21 @@ class IndexMaintenance:
         for name, why in problems.items():
             ix = by_name[name]
             col, kind = ix.columns[0], ix.index_type.upper()
-            if kind == "FTS" and name != FTS_INDEX:  # an older keyword index: ensure_fts_index makes the current one
-                self.table.drop_index(name)
-            elif kind == "FTS":
-                self.table.create_index(col, config=FTS(**FTS_PARAMS, with_position=False), name=name,
-                                        replace=True)
-            elif kind.startswith("IVF"):
-                self.table.create_index(col, config=HnswSq(distance_type="cosine",
-                                                           num_partitions=vector_partitions(n)),
-                                        name=name, replace=True)
-            else:
-                self.table.create_scalar_index(col, index_type=kind, replace=True)
+            try:
+                if kind == "FTS" and name != FTS_INDEX:  # an older keyword index: ensure_fts_index makes the new one
+                    self.table.drop_index(name)
+                elif kind == "FTS":
+                    self.table.create_index(col, config=FTS(**FTS_PARAMS, with_position=False), name=name,
+                                            replace=True)
+                elif kind.startswith("IVF"):
+                    self.table.create_index(col, config=HnswSq(distance_type="cosine",
+                                                               num_partitions=vector_partitions(n)),
+                                            name=name, replace=True)
+                else:
+                    self.table.create_scalar_index(col, index_type=kind, replace=True)
+            except (OSError, RuntimeError, ValueError) as exc:  # the rows it is built from cannot be read either
+                raise StoreError(f"the index {name} does not answer ({why}) and rebuilding it failed "
+                                 f"({_first_line(exc)}): run `memcli doctor`") from exc
             log.warning("rebuilt the damaged index %s of %s (%s)", name, self.uri, why)
         self._fts_ready = False
         self._keyword_noted = -KEYWORD_NOTE_SECONDS

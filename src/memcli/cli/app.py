@@ -52,8 +52,8 @@ class MemcliGroup(TyperGroup):
             st = ctx.obj if isinstance(ctx.obj, State) else State()
             error(exc.message, st.json, exc.code)
             raise typer.Exit(exc.exit_code) from None
-        except (typer.Exit, typer.Abort, typer.TyperException):
-            raise  # exit codes and usage errors: click's own (typer's vendored click)
+        except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):
+            raise  # exit codes and usage errors: click's own (typer's vendored click); a reader that went away
         except Exception as exc:  # an engine error no core call named: a message (JSON with --json), no traceback
             if os.environ.get("MEMCLI_DEBUG") == "1":
                 raise
