@@ -103,7 +103,8 @@ class BoardStore:
                                          label=f"the board table {name!r}") from exc
                 if not missing:
                     raise
-            damage.refuse_leftovers(self.db, self.db.uri, name, opens=lambda: False, label=f"the board table {name!r}")
+            damage.refuse_leftovers(self.db, self.db.uri, name, opens=lambda: damage.can_open(self.db, name),
+                                    label=f"the board table {name!r}")
             try:
                 table = self.db.create_table(name, schema=schema(), exist_ok=True)
                 break

@@ -36,6 +36,15 @@ def table_names(db: Any) -> set[str]:
             return names
 
 
+def can_open(db: Any, name: str) -> bool:
+    """Whether table ``name`` opens (now)."""
+    try:
+        db.open_table(name)
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return True
+
+
 def damaged(uri: str, name: str, why: str, *, label: str | None = None) -> DamagedStoreError:
     """The error for table ``name`` that is there but cannot be read: what is wrong, and the way out."""
     path = table_path(uri, name)

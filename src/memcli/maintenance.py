@@ -396,7 +396,9 @@ class IndexMaintenance:
         with self._compact_lock(blocking) as owner:
             if not owner:
                 return {"compacted": False, "reason": "another process is compacting", "fragments": before}
-            repaired = self.repair_indexes()  # before anything reads them: optimizing a damaged index fails
+            # before anything reads them (optimizing a damaged index fails); asking every index costs a load of
+            # each, so the automatic compaction after writes (not blocking) leaves it to `memcli compact`
+            repaired = self.repair_indexes() if blocking else []
             self.ensure_fts_index()
             self.ensure_scalar_indexes()
             self.ensure_vector_index()

@@ -253,7 +253,7 @@ def _store_health(cfg: Any, store: Any) -> list[Check]:
             what = ("full-text index" if kind == "FTS" else "vector index" if kind.startswith("IVF")
                     else f"index of {', '.join(names[name].columns)}")
             effect = {"full-text index": "keyword recall is off (recall uses meaning only)",
-                      "vector index": "recall by meaning fails"}.get(what, "reads that use it fail")
+                      "vector index": "recall fails (it searches by meaning)"}.get(what, "reads that use it fail")
             checks.append(Check(what, "fail", f"{name} is damaged: {why}; {effect}", rebuild))
         if FTS_INDEX in names:
             if FTS_INDEX not in damaged:
