@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memcli import damage
 from memcli.errors import StoreError
 from memcli.reader import Reader, quote
 
@@ -95,8 +96,15 @@ class BoardStore:
             try:
                 table = self.db.open_table(name)
                 break
-            except (ValueError, FileNotFoundError):
-                pass
+            except (OSError, RuntimeError, ValueError) as exc:
+                missing = isinstance(exc, FileNotFoundError) or "was not found" in str(exc)
+                if not missing and "://" not in self.db.uri:  # a garbled manifest: damaged, never recreated
+                    raise damage.damaged(self.db.uri, name, f"its latest version cannot be read ({exc})",
+                                         label=f"the board table {name!r}") from exc
+                if not missing:
+                    raise
+            damage.refuse_leftovers(self.db, self.db.uri, name, opens=lambda: damage.can_open(self.db, name),
+                                    label=f"the board table {name!r}")
             try:
                 table = self.db.create_table(name, schema=schema(), exist_ok=True)
                 break

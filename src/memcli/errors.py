@@ -13,6 +13,7 @@ class MemcliError(Exception):
     code = "error"
 
     def __init__(self, message: str) -> None:
+        message = clean_message(message)  # engine text quoted in a message: never its Rust source locations
         super().__init__(message)
         self.message = message
 
@@ -70,6 +71,15 @@ class StoreError(MemcliError):
     http_status = 500
 
 
+class DamagedStoreError(StoreError):
+    """A table of the store exists but cannot be read (its versions are gone or garbled): memcli writes
+    nothing over it. ``problem`` says what is wrong, ``remedy`` the way out (`memcli doctor` shows both)."""
+
+    def __init__(self, problem: str, remedy: str) -> None:
+        super().__init__(f"{problem}. {remedy}")
+        self.problem, self.remedy = clean_message(problem), remedy
+
+
 class ConfigError(MemcliError):
     """The configuration file or an environment variable is invalid."""
 
@@ -111,11 +121,24 @@ class UnreachableError(MemcliError):
 
 
 _SOURCE_LOCATION = re.compile(r",?\s*(?:[A-Za-z]:)?[/\\][^\s,;:'\"]+\.(?:rs|py|c|cc|cpp|h):\d+(?::\d+)?")
+# lance/lancedb quote where in their Rust code an error arose: "…, /root/.cargo/registry/src/…/lance-io-13.0.0/
+# src/utils.rs:224:20", "…, /rustc/<hash>/library/core/src/ops/function.rs:250:5", "…, location: Location {
+# file: "…", line: 653, column: 26 }"; relative ones too ("lance-table/src/io/commit.rs:653:26").
+_RUST_LOCATION = re.compile(r",?[ \t]*[^\s,;'\"()]*\.rs:\d+(?::\d+)?")
+_LOCATION_BLOCK = re.compile(r",?\s*location:\s*Location\s*\{[^{}]*\}")
 _ABS_PATH = re.compile(r"(?<![\w.:/])(?:/[\w.@+\-]+){2,}/?")
+
+
+def clean_message(message: str) -> str:
+    """``message`` without the source locations a library quotes (Rust files of the cargo registry or of the
+    toolchain, Location blocks): they help no user and tell a client where things are installed."""
+    if ".rs:" not in message and "Location" not in message:
+        return message
+    return _RUST_LOCATION.sub("", _LOCATION_BLOCK.sub("", message)).rstrip(", ")
 
 
 def public_message(message: str, status: int) -> str:
     """An error message fit for a client: never a source location of a library (``…/planner.rs:967:13``),
     and in a server error (5xx) no path of the server's machine either."""
-    message = _SOURCE_LOCATION.sub("", message)
+    message = _SOURCE_LOCATION.sub("", clean_message(message))
     return _ABS_PATH.sub("<path>", message) if status >= 500 else message

@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from memcli.errors import StoreError
+from memcli.errors import StoreError, clean_message
 from memcli.reader import quote
 from memcli.textnorm import FTS_PARAMS
 
@@ -33,6 +33,7 @@ REMOTE_FOLD_SECONDS = 5.0  # on object storage, at most one such fold per proces
 # One HNSW graph up to ~300k rows: at 100k rows here one partition searched in 3.3 ms found 93% of the exact
 # top-10, twelve partitions (8 probed) 7 ms and 90%. Bigger tables get partitions so that builds stay parallel.
 ROWS_PER_PARTITION = 200_000
+KEYWORD_NOTE_SECONDS = 60.0  # a damaged keyword index is logged at most once a minute per process
 
 
 def vector_partitions(rows: int) -> int:
@@ -85,6 +86,7 @@ class IndexMaintenance:
     _local: bool
     _fts_ready: bool
     _last_fold: float = -REMOTE_FOLD_SECONDS  # monotonic time of the last keyword-index fold (object storage)
+    _keyword_noted: float = -KEYWORD_NOTE_SECONDS  # monotonic time a failing keyword index was last logged
     facts: TableFacts
     _writes_since_check: int
     auto_compact_fragments: int
@@ -135,6 +137,83 @@ class IndexMaintenance:
                 except (ValueError, RuntimeError, OSError) as exc:  # another process dropped it first
                     log.debug("dropping the old keyword index %s: %s", old, exc)
         self._fts_ready = True
+
+    # ---------------------------------------------------------------- damaged indexes
+    def keyword_search_failed(self, exc: BaseException, meaning: bool = True) -> list[Any]:
+        """A keyword search failed on an index that is there (its files damaged or missing): a recall that
+        also searches by ``meaning`` goes on with that alone, and the log says so (at most once a minute),
+        naming the fix; a keyword-only one fails, naming it. An index dropped meanwhile (a reindex) is no news."""
+        try:
+            if FTS_INDEX not in self.index_names():
+                return []
+        except (OSError, RuntimeError, ValueError):
+            return []
+        if not meaning:
+            raise StoreError(f"keyword search failed: the full-text index does not answer ({_first_line(exc)}); "
+                             "`memcli compact` rebuilds it") from exc
+        now = time.monotonic()
+        if now - self._keyword_noted >= KEYWORD_NOTE_SECONDS:
+            self._keyword_noted = now
+            log.warning("the full-text index of %s does not answer (%s): recall uses meaning only until "
+                        "`memcli compact` rebuilds it", self.uri, _first_line(exc))
+        return []
+
+    def index_problems(self) -> dict[str, str]:
+        """The indexes that are there but do not answer (their files damaged or missing): name → why. Each is
+        asked what it is (its statistics) and a full-text or vector index a query, which loads its parts."""
+        import numpy as np
+
+        problems: dict[str, str] = {}
+        ds = self.table.to_lance()
+        for ix in self.table.list_indices():
+            kind = ix.index_type.upper()
+            try:
+                ds.stats.index_stats(ix.name)
+                if kind == "FTS":
+                    ds.to_table(columns=[], full_text_query={"query": "memcli", "columns": [ix.columns[0]]}, limit=1,
+                                with_row_id=True, disable_scoring_autoprojection=True)
+                elif kind.startswith("IVF"):
+                    dim = ds.schema.field(ix.columns[0]).type.list_size
+                    ds.to_table(columns=[], with_row_id=True, nearest={
+                        "column": ix.columns[0], "q": np.full(dim, 1.0, dtype=np.float32), "k": 1,
+                        "metric": "cosine", "use_index": True})
+            except (OSError, RuntimeError, ValueError) as exc:  # ValueError: pyarrow's ArrowInvalid
+                problems[ix.name] = _first_line(exc)
+        return problems
+
+    def repair_indexes(self) -> list[str]:
+        """Rebuild every index that does not answer from the table's rows (an index holds nothing the rows do
+        not: nothing is lost). Returns the names rebuilt."""
+        problems = self.index_problems()
+        if not problems:
+            return []
+        from lancedb.index import FTS, HnswSq
+
+        by_name = self.index_names()
+        n = self.table.count_rows()
+        for name, why in problems.items():
+            ix = by_name[name]
+            col, kind = ix.columns[0], ix.index_type.upper()
+            try:
+                if kind == "FTS" and name != FTS_INDEX:  # an older keyword index: ensure_fts_index makes the new one
+                    self.table.drop_index(name)
+                elif kind == "FTS":
+                    self.table.create_index(col, config=FTS(**FTS_PARAMS, with_position=False), name=name,
+                                            replace=True)
+                elif kind.startswith("IVF"):
+                    self.table.create_index(col, config=HnswSq(distance_type="cosine",
+                                                               num_partitions=vector_partitions(n)),
+                                            name=name, replace=True)
+                else:
+                    self.table.create_scalar_index(col, index_type=kind, replace=True)
+            except (OSError, RuntimeError, ValueError) as exc:  # the rows it is built from cannot be read either
+                raise StoreError(f"the index {name} does not answer ({why}) and rebuilding it failed "
+                                 f"({_first_line(exc)}): run `memcli doctor`") from exc
+            log.warning("rebuilt the damaged index %s of %s (%s)", name, self.uri, why)
+        self._fts_ready = False
+        self._keyword_noted = -KEYWORD_NOTE_SECONDS
+        self.facts.forget("vector_index")
+        return sorted(problems)
 
     def ensure_scalar_indexes(self) -> None:
         """B-tree indexes for the exact lookups every write does (id, content hash, key)."""
@@ -317,6 +396,9 @@ class IndexMaintenance:
         with self._compact_lock(blocking) as owner:
             if not owner:
                 return {"compacted": False, "reason": "another process is compacting", "fragments": before}
+            # before anything reads them (optimizing a damaged index fails); asking every index costs a load of
+            # each, so the automatic compaction after writes (not blocking) leaves it to `memcli compact`
+            repaired = self.repair_indexes() if blocking else []
             self.ensure_fts_index()
             self.ensure_scalar_indexes()
             self.ensure_vector_index()
@@ -339,7 +421,8 @@ class IndexMaintenance:
                 log.warning("cleanup of old versions failed: %s", exc)
             self.facts.forget("vector_index")
             self.audit.compact()
-        return {"compacted": True, "fragments_before": before, "fragments": self.fragment_count()}
+        return {"compacted": True, "fragments_before": before, "fragments": self.fragment_count(),
+                "rebuilt_indexes": repaired}
 
     @staticmethod
     def _retry(op: Any, retries: int) -> None:
@@ -361,3 +444,8 @@ class IndexMaintenance:
     def size_bytes(self) -> int:
         return int(self.table.stats().get("total_bytes", 0))
 
+
+def _first_line(exc: BaseException) -> str:
+    """An engine error's first line, without its source locations."""
+    text = str(exc).strip()
+    return clean_message(text.splitlines()[0]) if text else type(exc).__name__

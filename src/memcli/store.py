@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memcli import damage
 from memcli.audit import AuditLog
 from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
 from memcli.models import MIN_PREFIX, Memory
@@ -29,6 +30,8 @@ from memcli.textnorm import query_text
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
+# nor lancedb's Rust warnings (a damaged index's, with the source paths of the engine): memcli says it itself
+os.environ.setdefault("LANCEDB_LOG", "error")
 
 SCHEMA_VERSION = 2
 TOKEN_BEST_TTL = 600.0  # seconds a token's best single score is reused (document frequencies move slowly)
@@ -84,6 +87,11 @@ def _open_failure(exc: BaseException) -> str:
     return text[:500]
 
 
+def _label(table: str) -> str | None:
+    """How a damaged table is named to the user (None: by its name)."""
+    return "the store's settings table" if table == META_TABLE else None
+
+
 class MemoryStore(IndexMaintenance):
     """One LanceDB database holding the memories table and a small meta table."""
 
@@ -128,7 +136,12 @@ class MemoryStore(IndexMaintenance):
                 "`memcli reindex` once to migrate it (nothing is lost; the old table stays until it is done)."
             )
         self.dim = int((self.stored_identity or identity)["dim"])
-        self.table = self._open_or_create(self.table_name, self.dim)
+        try:
+            if not self.stored_identity:  # new settings: a store whose settings table vanished is not a new one
+                damage.refuse_orphans(self.db, uri, META_TABLE, DEFAULT_TABLE)
+            self.table = self._open_or_create(self.table_name, self.dim)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"cannot open the store at {uri}: {_open_failure(exc)}. Run `memcli doctor`.") from exc
         self._add_status_columns()
         self.reader = Reader(self.table.to_lance())
         if not self.stored_identity:
@@ -148,22 +161,42 @@ class MemoryStore(IndexMaintenance):
 
     def open_or_create(self, name: str, create: Callable[[], Any]) -> Any:
         """Open a table, or create it with ``create()`` if it is missing: on object storage one creator at a
-        time (objectstore.creation_guard); another process may have created it first either way."""
-        try:
-            return self.db.open_table(name)
-        except (ValueError, FileNotFoundError):
-            pass
+        time (objectstore.creation_guard); another process may have created it first either way. A table
+        that is there but cannot be read is damaged, never missing: DamagedStoreError, nothing written."""
+        table = self._open_table(name)
+        if table is not None:
+            return table
         from memcli.objectstore import creation_guard
 
         with creation_guard(self.uri, self.storage_options):
-            try:
-                return self.db.open_table(name)
-            except (ValueError, FileNotFoundError):
-                pass
+            table = self._open_table(name)
+            if table is not None:
+                return table
+            damage.refuse_leftovers(self.db, self.uri, name, opens=lambda: self._open_table(name) is not None,
+                                    label=_label(name))
             try:
                 return create()
             except (ValueError, OSError):  # another process created it first
-                return self.db.open_table(name)
+                table = self._open_table(name)
+                if table is None:
+                    raise
+                return table
+
+    def _open_table(self, name: str) -> Any:
+        """The table, or None when it does not exist. Locally any other failure to open it (a garbled
+        manifest) is a DamagedStoreError; on object storage it is raised as it is (a bucket that does not
+        answer is not a damaged table: the caller says which)."""
+        try:
+            return self.db.open_table(name)
+        except FileNotFoundError:
+            return None
+        except (OSError, RuntimeError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "was not found" in str(exc):
+                return None
+            if not self._local or "permission denied" in str(exc).lower():  # not damage: said as it is
+                raise
+            raise damage.damaged(self.uri, name, f"its latest version cannot be read ({_open_failure(exc)})",
+                                 label=_label(name)) from exc
 
     def read_meta(self) -> dict[str, str]:
         """Key/value settings stored with the table (schema version, embedder identity, active table)."""
@@ -417,7 +450,7 @@ class MemoryStore(IndexMaintenance):
         snap = self.reader.snapshot()
         out = Candidates(text=[], vector=[], context=[], snapshot=snap)
         try:
-            fut = _pool().submit(self._text_search, snap, text, where, k) if text else None
+            fut = _pool().submit(self._text_search, snap, text, where, k, vector is not None) if text else None
             if vector is not None:
                 out.vector = self._vector_ids(snap, vector, "vector", where, k)
                 if context:
@@ -425,7 +458,7 @@ class MemoryStore(IndexMaintenance):
             if fut is not None:
                 out.text, out.text_ideal = fut.result()
         except (OSError, RuntimeError, ValueError) as exc:
-            raise StoreError(f"search failed: {exc}") from exc
+            raise StoreError(f"search failed: {exc}. Run `memcli doctor`.") from exc
         return out
 
     def _vector_ids(self, snapshot: Any, vector: Sequence[float], column: str, where: str | None,
@@ -433,9 +466,9 @@ class MemoryStore(IndexMaintenance):
         rows = self.reader.vector(snapshot, vector, column, where, k, [], self.vector_nprobes(column))
         return [(int(r["_rowid"]), 1.0 - float(r["_distance"])) for r in rows]
 
-    def _text_search(self, snapshot: Any, text: str, where: str | None,
-                     k: int) -> tuple[list[tuple[int, float]], float | None]:
-        hits = self._text_ids(snapshot, text, where, k)
+    def _text_search(self, snapshot: Any, text: str, where: str | None, k: int,
+                     meaning: bool = True) -> tuple[list[tuple[int, float]], float | None]:
+        hits = self._text_ids(snapshot, text, where, k, meaning)
         return hits, (self.keyword_ideal(snapshot, text, where) if hits else None)
 
     def keyword_ideal(self, snapshot: Any, text: str, where: str | None) -> float:
@@ -465,7 +498,8 @@ class MemoryStore(IndexMaintenance):
         present = [v for v in scores if v > 0]
         return sum(present) + max(present, default=0.0) * (len(scores) - len(present))
 
-    def _text_ids(self, snapshot: Any, text: str, where: str | None, k: int) -> list[tuple[int, float]]:
+    def _text_ids(self, snapshot: Any, text: str, where: str | None, k: int,
+                  meaning: bool = True) -> list[tuple[int, float]]:
         query = query_text(text).strip()
         if not query:
             return []
@@ -475,10 +509,8 @@ class MemoryStore(IndexMaintenance):
         try:
             rows = self.reader.text(snapshot, query, "search_text", where, k, [])
         except (ValueError, RuntimeError, OSError) as exc:
-            if "index" in str(exc).lower():  # dropped meanwhile (reindex): found again on the next write
-                self._fts_ready = False
-                return []
-            raise
+            self._fts_ready = False  # dropped meanwhile (reindex): looked up again on the next search or write
+            return self.keyword_search_failed(exc, meaning)  # or damaged: recall goes on with meaning, says the log
         return [(int(r["_rowid"]), float(r["_score"])) for r in rows]
 
     def fetch(self, candidates: Candidates, rowids: Sequence[int]) -> dict[int, Memory]:

@@ -13,7 +13,7 @@ from typer.core import TyperGroup
 
 from memcli.cli.context import State, state
 from memcli.cli.output import error
-from memcli.errors import MemcliError
+from memcli.errors import MemcliError, clean_message
 
 # Each module defines `register(app)`; one module per command (pipx style). Command name → module.
 COMMANDS = {
@@ -52,6 +52,16 @@ class MemcliGroup(TyperGroup):
             st = ctx.obj if isinstance(ctx.obj, State) else State()
             error(exc.message, st.json, exc.code)
             raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):
+            raise  # exit codes and usage errors: click's own (typer's vendored click); a reader that went away
+        except Exception as exc:  # an engine error no core call named: a message (JSON with --json), no traceback
+            if os.environ.get("MEMCLI_DEBUG") == "1":
+                raise
+            st = ctx.obj if isinstance(ctx.obj, State) else State()
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            error(f"unexpected error: {type(exc).__name__}: {clean_message(text)} (MEMCLI_DEBUG=1 shows where)",
+                  st.json, "internal_error")
+            raise typer.Exit(1) from None
         finally:
             if isinstance(ctx.obj, State):
                 ctx.obj.close()

@@ -14,7 +14,7 @@ import typer
 
 from memcli.cli.context import State, use_json
 from memcli.cli.output import emit, out, plain
-from memcli.errors import MemcliError
+from memcli.errors import MemcliError, clean_message
 
 # What a failing check can raise: our own errors and the OS/engine errors of files, LanceDB and the embedder.
 _CHECK_ERRORS = (MemcliError, OSError, RuntimeError, ValueError, ImportError)
@@ -77,6 +77,8 @@ def run_checks(st: State) -> list[Check]:
             checks += _store_health(cfg, store)
     finally:
         embedder.close()
+    for c in checks:  # an engine's words quoted in a check: never its source locations
+        c.detail = clean_message(c.detail)
     return checks
 
 
@@ -215,15 +217,17 @@ def _embedder(cfg: Any) -> tuple[Any, Check]:
 
 
 def _store(cfg: Any, embedder: Any) -> tuple[Any, Check]:
-    from memcli.errors import EmbedderMismatchError
+    from memcli.errors import DamagedStoreError, EmbedderMismatchError
     from memcli.store import MemoryStore
 
     uri = cfg.data_uri
-    if "://" not in uri and not (Path(uri) / "memcli_meta.lance").exists():
+    if "://" not in uri and not any(Path(uri).glob("*.lance")):  # any table, readable or not, is a store
         return None, Check("store", "ok", f"{uri} is not created yet (the first `memcli remember` creates it)")
     try:
         store = MemoryStore(uri, embedder.identity(), auto_compact_fragments=0,
                             storage_options=cfg.storage_options or None)
+    except DamagedStoreError as exc:
+        return None, Check("store", "fail", exc.problem, exc.remedy)
     except EmbedderMismatchError as exc:
         return None, Check("store", "fail", exc.message,
                            "set the embedder the store was built with, or run `memcli reindex`")
@@ -242,8 +246,18 @@ def _store_health(cfg: Any, store: Any) -> list[Check]:
     try:
         n = store.count()
         names = store.index_names()
+        damaged = store.index_problems()
+        rebuild = "run `memcli compact`: it rebuilds the index from the memories (nothing is lost)"
+        for name, why in damaged.items():
+            kind = names[name].index_type.upper()
+            what = ("full-text index" if kind == "FTS" else "vector index" if kind.startswith("IVF")
+                    else f"index of {', '.join(names[name].columns)}")
+            effect = {"full-text index": "keyword recall is off (recall uses meaning only)",
+                      "vector index": "recall fails (it searches by meaning)"}.get(what, "reads that use it fail")
+            checks.append(Check(what, "fail", f"{name} is damaged: {why}; {effect}", rebuild))
         if FTS_INDEX in names:
-            checks.append(Check("full-text index", "ok", "present (ICU tokenizer)"))
+            if FTS_INDEX not in damaged:
+                checks.append(Check("full-text index", "ok", "present (ICU tokenizer), answers a query"))
         elif any(old in names for old in OLD_FTS_INDEXES):
             checks.append(Check("full-text index", "ok", "an older version: rebuilt on the next recall or write"))
         elif n == 0:

@@ -60,6 +60,8 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
             return holder.call(method, *args, **kwargs)
         except MemcliError as exc:
             raise ToolError(public_message(exc.message, exc.http_status)) from None
+        except (OSError, RuntimeError, ValueError) as exc:  # an engine error no core call named: no paths either
+            raise ToolError(public_message(f"internal error: {type(exc).__name__}: {exc}", 500)) from None
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
