@@ -22,6 +22,7 @@ import hmac
 import json
 import logging
 import os
+import random
 import socket
 import time
 import uuid
@@ -40,6 +41,9 @@ PROBE_DIR = "_memcli/probes"
 LEASE_KEY = "_memcli/compact.lease"
 CREATE_LEASE_KEY = "_memcli/create.lease"
 LEASE_STALE_SECONDS = 600.0  # a compactor that died holding the lease frees it after this long
+DEDUP_DIR = "_memcli/dedup"
+DEDUP_STALE_SECONDS = 60.0  # a write lease older than this is taken over (a write takes well under a second)
+DEDUP_WAIT_SECONDS = 90.0  # waiting longer than this for write leases, a writer writes without them
 _EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
 
@@ -277,6 +281,84 @@ class CompactionLease:
                 self.client.request("DELETE", self.loc.bucket, self.key)
             except StoreError as exc:  # it goes stale and is taken over later
                 log.warning("releasing the compaction lease: %s", exc)
+
+
+class DedupLeases:
+    """Leases on content identities (memcli.writelock): replicas remembering the same text at once take turns
+    to look for it and write it. A lease is an object ``_memcli/dedup/<name>`` created with ``If-None-Match: *``
+    and deleted after the write; one older than DEDUP_STALE_SECONDS is taken over (its holder died, or a
+    write took that long). A writer takes every lease of its batch at once or none (it gives back what it got
+    and tries again), so two batches never wait for each other in a circle. Without usable credentials or
+    conditional PUT, or after DEDUP_WAIT_SECONDS of waiting, it writes without them (logged)."""
+
+    def __init__(self, uri: str, options: Mapping[str, str]) -> None:
+        self.loc = S3Location.parse(uri)
+        try:
+            self.client: S3Client | None = S3Client(options, timeout=5.0)
+        except StoreError:
+            self.client = None
+
+    def _take(self, key: str) -> str:
+        """One lease: "taken", "busy" (another writer holds it) or "unusable" (this store cannot lease)."""
+        assert self.client is not None
+        body = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}).encode()
+        status, _ = self.client.request("PUT", self.loc.bucket, key, body, {"if-none-match": "*"})
+        if status in (200, 201):
+            return "taken"
+        if status not in (409, 412):
+            return "unusable"
+        got, held = self.client.request("GET", self.loc.bucket, key)
+        try:
+            at = float(json.loads(held).get("at", 0)) if got == 200 else 0.0
+        except (ValueError, AttributeError):
+            at = 0.0
+        if got == 404 or time.time() - at > DEDUP_STALE_SECONDS:
+            if got != 404:
+                self.client.request("DELETE", self.loc.bucket, key)
+            status, _ = self.client.request("PUT", self.loc.bucket, key, body, {"if-none-match": "*"})
+            return "taken" if status in (200, 201) else "busy"
+        return "busy"
+
+    def _release(self, keys: list[str]) -> None:
+        assert self.client is not None
+        for key in keys:
+            try:
+                self.client.request("DELETE", self.loc.bucket, key)
+            except StoreError as exc:  # it goes stale and is taken over later
+                log.warning("releasing a write lease: %s", exc)
+
+    @contextmanager
+    def hold(self, names: list[str]) -> Iterator[None]:
+        if self.client is None or not names:
+            yield
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        keys = [self.loc.key(f"{DEDUP_DIR}/{n}") for n in names]
+        held: list[str] = []
+        deadline = time.monotonic() + DEDUP_WAIT_SECONDS
+        delay = 0.02
+        with ThreadPoolExecutor(max_workers=min(16, len(keys)), thread_name_prefix="memcli-lease") as pool:
+            while True:
+                try:
+                    outcomes = list(pool.map(self._take, keys))
+                except StoreError as exc:
+                    outcomes = ["unusable"]
+                    log.warning("write leases unavailable (%s): writing without them", exc)
+                held = [k for k, o in zip(keys, outcomes) if o == "taken"]
+                if "busy" not in outcomes or "unusable" in outcomes:
+                    break
+                self._release(held)
+                held = []
+                if time.monotonic() > deadline:
+                    log.warning("waited %.0f s for write leases: writing without them", DEDUP_WAIT_SECONDS)
+                    break
+                time.sleep(delay * (0.5 + random.random()))  # jittered: two writers must not retry in lockstep
+                delay = min(delay * 2, 0.5)
+            try:
+                yield
+            finally:
+                self._release(held)
 
 
 def creation_guard(uri: str, options: Mapping[str, str]) -> "AbstractContextManager[bool]":
