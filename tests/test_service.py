@@ -37,6 +37,39 @@ def test_exact_same_content_is_idempotent(service: MemoryService) -> None:
     assert c.created and service.store.count() == 2
 
 
+def test_the_same_content_written_at_once_by_two_handles_is_stored_once(home: Path) -> None:
+    """Two handles of one store (two processes' worth: a server and a `memcli mcp` beside it) remember the
+    same text at the same moment: both look, find nothing, embed; only one may write, and both are told its id."""
+    import threading
+
+    svcs = [MemoryService.open(load_config(home)) for _ in range(2)]
+    both_looked = threading.Barrier(2, timeout=10)
+    for svc in svcs:  # each embeds only once both have looked for the text (the race, every time)
+        embed = svc.embedder.embed_passages
+        svc.embedder.embed_passages = lambda texts, _embed=embed: (both_looked.wait(), _embed(texts))[1]  # type: ignore[method-assign]
+    results: list[object] = [None, None]
+
+    def write(k: int) -> None:
+        results[k] = svcs[k].remember_many([NewMemory(content="the staging database is db-stg-2"),
+                                            NewMemory(content=f"a fact only handle {k} knows")])
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        rows = svcs[0].store.column_values(None, ["id", "content"])
+    finally:
+        for svc in svcs:
+            svc.close()
+    same = [r["id"] for r in rows if r["content"] == "the staging database is db-stg-2"]
+    assert len(same) == 1, f"stored {len(same)} times"
+    assert [res[0].memory_id for res in results] == same * 2  # type: ignore[index]
+    assert sorted(res[0].created for res in results) == [False, True]  # type: ignore[index]
+    assert len(rows) == 3 and all(res[1].created for res in results)  # type: ignore[index]
+
+
 def test_same_key_updates_the_memory(service: MemoryService) -> None:
     a = service.remember("the staging DB is on host db-1", key="staging-db")
     b = service.remember("the staging DB moved to host db-7", key="staging-db")
