@@ -225,6 +225,45 @@ def test_two_replicas_write_concurrently_and_lose_nothing(replicas: list[ServerP
     assert hits and hits[0]["memory_id"] == mid
 
 
+def test_two_replicas_given_the_same_texts_at_once_store_each_once(replicas: list[ServerProc]) -> None:
+    """Replicas share no lock file: the same texts posted to both at the same moment (a retry sent to another
+    replica, two agents saying the same thing) are stored once each (a write lease per content), and every
+    writer is told the stored copy's id."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ns = "same-" + uuid.uuid4().hex[:8]
+    for srv in replicas:  # both warm (their first write in this namespace is not slower than the other's)
+        with srv.client(timeout=240) as c:
+            assert c.post("/api/memories", json={"content": f"warm up {srv.port}", "namespace": ns}).status_code == 201
+    told: list[tuple[str, str]] = []
+    texts: list[str] = []
+    for rnd in range(3):
+        batch = [f"round {rnd}: the flag --dry-run-{i} keeps job j{i} from touching production" for i in range(8)]
+        texts += batch
+        go = threading.Event()
+
+        def post(srv: ServerProc, text: str) -> str:
+            with srv.client(timeout=240) as c:
+                go.wait(30)
+                r = c.post("/api/memories", json={"content": text, "namespace": ns})
+                assert r.status_code in (200, 201), r.text
+                return str(r.json()["memory_id"])
+
+        with ThreadPoolExecutor(2 * len(batch)) as pool:
+            futures = [(t, pool.submit(post, srv, t)) for t in batch for srv in replicas]
+            time.sleep(0.3)  # every client connected
+            go.set()
+            told += [(t, f.result(timeout=300)) for t, f in futures]
+    with replicas[1].client(timeout=60) as c:
+        items = c.get("/api/memories", params={"namespace": ns, "limit": 1000}).json()
+    stored: dict[str, list[str]] = {}
+    for it in items:
+        stored.setdefault(it["content"], []).append(it["memory_id"])
+    assert {t: len(ids) for t, ids in stored.items() if len(ids) > 1} == {}, "stored more than once"
+    assert set(stored) == set(texts) | {f"warm up {srv.port}" for srv in replicas}
+    assert all([mid] == stored[t] for t, mid in told)
+
+
 # ------------------------------------------------------------------------------------------------ conditional PUT
 def test_serve_refuses_a_store_without_conditional_put(moto: MotoServer, tmp_path: Path) -> None:
     proxy = StripIfNoneMatchProxy(moto.port)
