@@ -24,11 +24,13 @@ import logging
 import os
 import random
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote as _urlquote
 from urllib.parse import urlsplit
 
@@ -122,6 +124,8 @@ class S3Client:
         self.region = options.get("aws_region") or "us-east-1"
         self.endpoint = (options.get("aws_endpoint") or f"https://s3.{self.region}.amazonaws.com").rstrip("/")
         self.timeout = timeout
+        self._http: Any = None  # one connection pool: a new httpx client per request cost ~200 ms (its TLS setup)
+        self._http_lock = threading.Lock()
         if not (self.access_key and self.secret_key):
             raise StoreError("checking the object store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the "
                              "environment (the store itself may use a profile or an instance role, the check "
@@ -161,8 +165,11 @@ class S3Client:
 
         url, hdrs = self.sign(method, bucket, key, body, headers)
         del hdrs["host"]  # httpx sends the same one
+        with self._http_lock:
+            if self._http is None:
+                self._http = httpx.Client(timeout=self.timeout)
         try:
-            resp = httpx.request(method, url, content=body, headers=hdrs, timeout=self.timeout)
+            resp = self._http.request(method, url, content=body, headers=hdrs)
         except httpx.HTTPError as exc:
             raise StoreError(f"cannot reach the object store at {self.endpoint}: {exc}") from exc
         return resp.status_code, resp.content
@@ -341,7 +348,7 @@ class DedupLeases:
         with ThreadPoolExecutor(max_workers=min(16, len(keys)), thread_name_prefix="memcli-lease") as pool:
             while True:
                 try:
-                    outcomes = list(pool.map(self._take, keys))
+                    outcomes = list(pool.map(self._take, keys)) if len(keys) > 1 else [self._take(keys[0])]
                 except StoreError as exc:
                     outcomes = ["unusable"]
                     log.warning("write leases unavailable (%s): writing without them", exc)
