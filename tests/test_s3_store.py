@@ -318,3 +318,38 @@ def test_compaction_lease_is_one_at_a_time_across_processes(moto: MotoServer) ->
     assert S3Client(opts).request("PUT", loc.bucket, loc.key(LEASE_KEY), dead)[0] == 200
     with first.hold(blocking=False) as a:
         assert a is True
+
+
+def test_write_leases_wait_for_a_live_holder_and_take_over_a_dead_ones(moto: MotoServer) -> None:
+    """The same content's writers on two machines take turns; a lease its holder left behind (it died) holds up
+    that content's writes only until it is stale, never forever."""
+    import json
+
+    from memcli.objectstore import DEDUP_DIR, DEDUP_STALE_SECONDS, DedupLeases, S3Client, S3Location
+
+    uri = _uri()
+    opts = load_config(Path("/nonexistent"), env=s3_env(moto.endpoint, uri)).storage_options
+    first, second = DedupLeases(uri, opts), DedupLeases(uri, opts)
+    entered: list[float] = []
+
+    def other() -> None:
+        with second.hold(["same"]):
+            entered.append(time.monotonic())
+
+    with first.hold(["same", "another"]):
+        t = threading.Thread(target=other)
+        t.start()
+        time.sleep(0.5)
+        assert not entered  # it waits
+        released = time.monotonic()
+    t.join(30)
+    assert entered and entered[0] >= released
+    with second.hold(["another"]):  # released: taken at once
+        pass
+    loc = S3Location.parse(uri)
+    dead = json.dumps({"host": "gone", "pid": 1, "at": time.time() - DEDUP_STALE_SECONDS - 5}).encode()
+    assert S3Client(opts).request("PUT", loc.bucket, loc.key(f"{DEDUP_DIR}/left"), dead)[0] == 200
+    started = time.monotonic()
+    with first.hold(["left"]):
+        assert time.monotonic() - started < 5
+    assert S3Client(opts).request("GET", loc.bucket, loc.key(f"{DEDUP_DIR}/left"))[0] == 404  # and released
