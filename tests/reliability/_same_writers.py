@@ -36,6 +36,15 @@ def wait_for(path: Path) -> None:
         time.sleep(0.003)
 
 
+def fresh() -> Any:
+    """HTTP limits that keep no connection open between rounds: the server closes an idle one after 5 s
+    (uvicorn's default) and a request sent on it at that moment fails with a ReadError (seen here when a
+    round waited for slower writers)."""
+    import httpx
+
+    return httpx.Limits(max_keepalive_connections=0)
+
+
 def memcli() -> str:
     return str(Path(sys.executable).parent / "memcli")
 
@@ -63,7 +72,7 @@ async def rounds(writer: int, n_rounds: int, barrier: Path, send: Any) -> list[l
 async def run_rest(writer: int, n: int, barrier: Path, url: str) -> list[list[Any]]:
     import httpx
 
-    async with httpx.AsyncClient(base_url=url, headers=headers(), timeout=120) as c:
+    async with httpx.AsyncClient(base_url=url, headers=headers(), timeout=120, limits=fresh()) as c:
         await c.get("/health")
 
         async def send(content: str) -> str | None:
@@ -88,11 +97,12 @@ async def _tool_rounds(session: Any, writer: int, n: int, barrier: Path) -> list
 
 
 async def run_mcp_http(writer: int, n: int, barrier: Path, url: str) -> list[list[Any]]:
+    import httpx
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers=headers()) as client, \
+    async with httpx.AsyncClient(headers=headers(), follow_redirects=True, limits=fresh(),
+                                 timeout=httpx.Timeout(120, read=300)) as client, \
             streamable_http_client(url + "/mcp", http_client=client) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()
