@@ -45,7 +45,6 @@ CREATE_LEASE_KEY = "_memcli/create.lease"
 LEASE_STALE_SECONDS = 600.0  # a compactor that died holding the lease frees it after this long
 DEDUP_DIR = "_memcli/dedup"
 DEDUP_STALE_SECONDS = 60.0  # a write lease older than this is taken over (a write takes well under a second)
-DEDUP_WAIT_SECONDS = 90.0  # waiting longer than this for write leases, a writer writes without them
 _EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
 
@@ -295,8 +294,8 @@ class DedupLeases:
     to look for it and write it. A lease is an object ``_memcli/dedup/<name>`` created with ``If-None-Match: *``
     and deleted after the write; one older than DEDUP_STALE_SECONDS is taken over (its holder died, or a
     write took that long). A writer takes every lease of its batch at once or none (it gives back what it got
-    and tries again), so two batches never wait for each other in a circle. Without usable credentials or
-    conditional PUT, or after DEDUP_WAIT_SECONDS of waiting, it writes without them (logged)."""
+    and tries again), so two batches never wait for each other in a circle; after ``wait_seconds`` it fails
+    as a busy store does. Without usable credentials or conditional PUT it writes without them (logged)."""
 
     def __init__(self, uri: str, options: Mapping[str, str]) -> None:
         self.loc = S3Location.parse(uri)
@@ -335,7 +334,7 @@ class DedupLeases:
                 log.warning("releasing a write lease: %s", exc)
 
     @contextmanager
-    def hold(self, names: list[str]) -> Iterator[None]:
+    def hold(self, names: list[str], wait_seconds: float = 180.0) -> Iterator[None]:
         if self.client is None or not names:
             yield
             return
@@ -343,7 +342,7 @@ class DedupLeases:
 
         keys = [self.loc.key(f"{DEDUP_DIR}/{n}") for n in names]
         held: list[str] = []
-        deadline = time.monotonic() + DEDUP_WAIT_SECONDS
+        deadline = time.monotonic() + wait_seconds
         delay = 0.02
         with ThreadPoolExecutor(max_workers=min(16, len(keys)), thread_name_prefix="memcli-lease") as pool:
             while True:
@@ -358,8 +357,9 @@ class DedupLeases:
                 self._release(held)
                 held = []
                 if time.monotonic() > deadline:
-                    log.warning("waited %.0f s for write leases: writing without them", DEDUP_WAIT_SECONDS)
-                    break
+                    raise StoreError(f"writing to the store failed: the store is busy (other writers held the "
+                                     f"same memories' write leases for {wait_seconds:.0f} s); nothing was "
+                                     "written, try again")
                 time.sleep(delay * (0.5 + random.random()))  # jittered: two writers must not retry in lockstep
                 delay = min(delay * 2, 0.5)
             try:

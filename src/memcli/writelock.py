@@ -25,12 +25,23 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memcli.errors import StoreError
+
+if TYPE_CHECKING:
+    from memcli.objectstore import DedupLeases
 
 log = logging.getLogger("memcli.store")
 LOCK_FILE = ".write.lock"
+# A writer waits this long for the lock (a holder's commit may retry while other writers commit: the store's
+# own WRITE_RETRY_SECONDS), then fails as a busy store does: nothing written, try again. Never forever: a
+# stopped process (SIGSTOP, a debugger) may hold the flock.
+WAIT_SECONDS = 180.0
 
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -40,6 +51,11 @@ def _process_lock(key: str) -> threading.Lock:
     """The one lock of this process for the store at ``key`` (several handles may open one store)."""
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.Lock())
+
+
+def _busy() -> StoreError:
+    return StoreError(f"writing to the store failed: the store is busy (another writer held its write lock for "
+                      f"{WAIT_SECONDS:.0f} s); nothing was written, try again")
 
 
 def identity_name(namespace: str, scope: str, content_hash: str) -> str:
@@ -56,7 +72,7 @@ class WriteLock:
         self.local = "://" not in uri
         self.storage_options = dict(storage_options or {})
         self._lock = _process_lock(os.path.realpath(uri) if self.local else uri)
-        self._leases = None
+        self._leases: "DedupLeases | None" = None
         if not self.local and uri.lower().startswith("s3"):
             from memcli.objectstore import DedupLeases
 
@@ -66,18 +82,24 @@ class WriteLock:
     def hold(self, identities: Iterable[tuple[str, str, str]]) -> Iterator[None]:
         """Held while the caller looks for the ``(namespace, scope, content_hash)`` identities it is about to
         write and writes those still missing."""
-        with self._lock:
+        deadline = time.monotonic() + WAIT_SECONDS
+        if not self._lock.acquire(timeout=WAIT_SECONDS):
+            raise _busy()
+        try:
             if self.local:
-                with self._flock():
+                with self._flock(deadline):
                     yield
             elif self._leases is not None:
-                with self._leases.hold(sorted({identity_name(*i) for i in identities})):
+                names = sorted({identity_name(*i) for i in identities})
+                with self._leases.hold(names, max(0.0, deadline - time.monotonic())):
                     yield
             else:
                 yield
+        finally:
+            self._lock.release()
 
     @contextmanager
-    def _flock(self) -> Iterator[None]:
+    def _flock(self, deadline: float) -> Iterator[None]:
         import fcntl
 
         try:
@@ -87,7 +109,16 @@ class WriteLock:
             yield
             return
         with fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            delay = 0.001
+            while True:  # polled, not blocking: a wait must end (WAIT_SECONDS)
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise _busy() from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.01)
             try:
                 yield
             finally:

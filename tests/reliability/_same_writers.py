@@ -136,7 +136,8 @@ async def run_cli(writer: int, n: int, barrier: Path) -> list[list[Any]]:
 def main() -> None:
     kind, writer, n, barrier = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
     url = sys.argv[5] if len(sys.argv) > 5 else ""
-    runs = {"rest": lambda: run_rest(writer, n, barrier, url), "mcp-http": lambda: run_mcp_http(writer, n, barrier, url),
+    runs = {"rest": lambda: run_rest(writer, n, barrier, url),
+            "mcp-http": lambda: run_mcp_http(writer, n, barrier, url),
             "cli": lambda: run_cli(writer, n, barrier), "mcp-stdio": lambda: run_mcp_stdio(writer, n, barrier)}
     if kind not in runs:
         raise SystemExit(f"unknown writer kind {kind!r}")
