@@ -299,6 +299,7 @@ class DedupLeases:
 
     def __init__(self, uri: str, options: Mapping[str, str]) -> None:
         self.loc = S3Location.parse(uri)
+        self._warned = False  # "writing without leases" is logged once, not on every write
         try:
             self.client: S3Client | None = S3Client(options, timeout=5.0)
         except StoreError:
@@ -306,12 +307,24 @@ class DedupLeases:
 
     def _take(self, key: str) -> str:
         """One lease: "taken", "busy" (another writer holds it) or "unusable" (this store cannot lease)."""
+        try:
+            return self._try_take(key)
+        except StoreError as exc:
+            self._unusable(str(exc))
+            return "unusable"
+
+    def _unusable(self, why: str) -> None:
+        (log.debug if self._warned else log.warning)("write lease unavailable (%s): writing without it", why)
+        self._warned = True
+
+    def _try_take(self, key: str) -> str:
         assert self.client is not None
         body = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}).encode()
         status, _ = self.client.request("PUT", self.loc.bucket, key, body, {"if-none-match": "*"})
         if status in (200, 201):
             return "taken"
         if status not in (409, 412):
+            self._unusable(f"HTTP {status}")
             return "unusable"
         got, held = self.client.request("GET", self.loc.bucket, key)
         try:
@@ -346,11 +359,7 @@ class DedupLeases:
         delay = 0.02
         with ThreadPoolExecutor(max_workers=min(16, len(keys)), thread_name_prefix="memcli-lease") as pool:
             while True:
-                try:
-                    outcomes = list(pool.map(self._take, keys)) if len(keys) > 1 else [self._take(keys[0])]
-                except StoreError as exc:
-                    outcomes = ["unusable"]
-                    log.warning("write leases unavailable (%s): writing without them", exc)
+                outcomes = list(pool.map(self._take, keys)) if len(keys) > 1 else [self._take(keys[0])]
                 held = [k for k, o in zip(keys, outcomes) if o == "taken"]
                 if "busy" not in outcomes or "unusable" in outcomes:
                     break

@@ -17,6 +17,10 @@ race only wasted it). What the lock is:
   lease requests, or on a store that does not honour the condition, replicas go without it.
 - ``gs://`` and ``az://``: the lock of this process only; replicas of such a store can still each store one
   copy of a text remembered at the same moment on both.
+
+The lock is held for a look-up and one commit (a few ms locally), and the wait for it is bounded
+(WAIT_SECONDS): then the write fails as a busy store's does, with nothing written. An flock is only as good
+as the file system's (NFS and other network file systems may not honour it).
 """
 
 from __future__ import annotations
