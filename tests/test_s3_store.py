@@ -225,6 +225,45 @@ def test_two_replicas_write_concurrently_and_lose_nothing(replicas: list[ServerP
     assert hits and hits[0]["memory_id"] == mid
 
 
+def test_two_replicas_given_the_same_texts_at_once_store_each_once(replicas: list[ServerProc]) -> None:
+    """Replicas share no lock file: the same texts posted to both at the same moment (a retry sent to another
+    replica, two agents saying the same thing) are stored once each (a write lease per content), and every
+    writer is told the stored copy's id."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ns = "same-" + uuid.uuid4().hex[:8]
+    for srv in replicas:  # both warm (their first write in this namespace is not slower than the other's)
+        with srv.client(timeout=240) as c:
+            assert c.post("/api/memories", json={"content": f"warm up {srv.port}", "namespace": ns}).status_code == 201
+    told: list[tuple[str, str]] = []
+    texts: list[str] = []
+    for rnd in range(3):
+        batch = [f"round {rnd}: the flag --dry-run-{i} keeps job j{i} from touching production" for i in range(8)]
+        texts += batch
+        go = threading.Event()
+
+        def post(srv: ServerProc, text: str) -> str:
+            with srv.client(timeout=240) as c:
+                go.wait(30)
+                r = c.post("/api/memories", json={"content": text, "namespace": ns})
+                assert r.status_code in (200, 201), r.text
+                return str(r.json()["memory_id"])
+
+        with ThreadPoolExecutor(2 * len(batch)) as pool:
+            futures = [(t, pool.submit(post, srv, t)) for t in batch for srv in replicas]
+            time.sleep(0.3)  # every client connected
+            go.set()
+            told += [(t, f.result(timeout=300)) for t, f in futures]
+    with replicas[1].client(timeout=60) as c:
+        items = c.get("/api/memories", params={"namespace": ns, "limit": 1000}).json()
+    stored: dict[str, list[str]] = {}
+    for it in items:
+        stored.setdefault(it["content"], []).append(it["memory_id"])
+    assert {t: len(ids) for t, ids in stored.items() if len(ids) > 1} == {}, "stored more than once"
+    assert set(stored) == set(texts) | {f"warm up {srv.port}" for srv in replicas}
+    assert all([mid] == stored[t] for t, mid in told)
+
+
 # ------------------------------------------------------------------------------------------------ conditional PUT
 def test_serve_refuses_a_store_without_conditional_put(moto: MotoServer, tmp_path: Path) -> None:
     proxy = StripIfNoneMatchProxy(moto.port)
@@ -279,3 +318,38 @@ def test_compaction_lease_is_one_at_a_time_across_processes(moto: MotoServer) ->
     assert S3Client(opts).request("PUT", loc.bucket, loc.key(LEASE_KEY), dead)[0] == 200
     with first.hold(blocking=False) as a:
         assert a is True
+
+
+def test_write_leases_wait_for_a_live_holder_and_take_over_a_dead_ones(moto: MotoServer) -> None:
+    """The same content's writers on two machines take turns; a lease its holder left behind (it died) holds up
+    that content's writes only until it is stale, never forever."""
+    import json
+
+    from memcli.objectstore import DEDUP_DIR, DEDUP_STALE_SECONDS, DedupLeases, S3Client, S3Location
+
+    uri = _uri()
+    opts = load_config(Path("/nonexistent"), env=s3_env(moto.endpoint, uri)).storage_options
+    first, second = DedupLeases(uri, opts), DedupLeases(uri, opts)
+    entered: list[float] = []
+
+    def other() -> None:
+        with second.hold(["same"]):
+            entered.append(time.monotonic())
+
+    with first.hold(["same", "another"]):
+        t = threading.Thread(target=other)
+        t.start()
+        time.sleep(0.5)
+        assert not entered  # it waits
+        released = time.monotonic()
+    t.join(30)
+    assert entered and entered[0] >= released
+    with second.hold(["another"]):  # released: taken at once
+        pass
+    loc = S3Location.parse(uri)
+    dead = json.dumps({"host": "gone", "pid": 1, "at": time.time() - DEDUP_STALE_SECONDS - 5}).encode()
+    assert S3Client(opts).request("PUT", loc.bucket, loc.key(f"{DEDUP_DIR}/left"), dead)[0] == 200
+    started = time.monotonic()
+    with first.hold(["left"]):
+        assert time.monotonic() - started < 5
+    assert S3Client(opts).request("GET", loc.bucket, loc.key(f"{DEDUP_DIR}/left"))[0] == 404  # and released

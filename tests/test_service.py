@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +36,74 @@ def test_exact_same_content_is_idempotent(service: MemoryService) -> None:
     assert service.store.count() == 1
     c = service.remember("retry me once", agent="other")  # another scope is another memory
     assert c.created and service.store.count() == 2
+
+
+def test_the_same_content_written_at_once_by_two_handles_is_stored_once(home: Path) -> None:
+    """Two handles of one store (two processes' worth: a server and a `memcli mcp` beside it) remember the
+    same text at the same moment: both look, find nothing, embed; only one may write, and both are told its id."""
+    import threading
+
+    svcs = [MemoryService.open(load_config(home)) for _ in range(2)]
+    both_looked = threading.Barrier(2, timeout=10)
+    for svc in svcs:  # each embeds only once both have looked for the text (the race, every time)
+        def embed(texts: list[str], _embed: Any = svc.embedder.embed_passages) -> Any:
+            both_looked.wait()
+            return _embed(texts)
+
+        svc.embedder.embed_passages = embed  # type: ignore[method-assign]
+    results: list[object] = [None, None]
+
+    def write(k: int) -> None:
+        results[k] = svcs[k].remember_many([NewMemory(content="the staging database is db-stg-2"),
+                                            NewMemory(content=f"a fact only handle {k} knows")])
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        rows = svcs[0].store.column_values(None, ["id", "content"])
+    finally:
+        for svc in svcs:
+            svc.close()
+    same = [r["id"] for r in rows if r["content"] == "the staging database is db-stg-2"]
+    assert len(same) == 1, f"stored {len(same)} times"
+    assert [res[0].memory_id for res in results] == same * 2  # type: ignore[index]
+    assert sorted(res[0].created for res in results) == [False, True]  # type: ignore[index]
+    assert len(rows) == 3 and all(res[1].created for res in results)  # type: ignore[index]
+
+
+def test_a_writer_stuck_holding_the_write_lock_delays_a_remember_but_never_hangs_it(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holding the store's write lock (stopped by a debugger, say) makes a remember wait, then
+    fail as a busy store does, with nothing written; once it lets go, the same remember works."""
+    import subprocess
+    import sys
+
+    import memcli.writelock as writelock
+    from memcli.errors import StoreError
+
+    svc = MemoryService.open(load_config(home))
+    lock_file = Path(svc.store.uri) / writelock.LOCK_FILE
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                               f"f = open({str(lock_file)!r}, 'a+'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+                               "print('held', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(writelock, "WAIT_SECONDS", 0.5)
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="busy.*nothing was written"):
+            svc.remember("written while another process holds the lock")
+        assert 0.4 < time.monotonic() - started < 10
+        assert svc.store.count() == 0
+        holder.communicate("", timeout=10)  # it lets go
+        assert svc.remember("written while another process holds the lock").created
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        svc.close()
 
 
 def test_same_key_updates_the_memory(service: MemoryService) -> None:

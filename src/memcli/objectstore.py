@@ -22,12 +22,15 @@ import hmac
 import json
 import logging
 import os
+import random
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote as _urlquote
 from urllib.parse import urlsplit
 
@@ -40,6 +43,8 @@ PROBE_DIR = "_memcli/probes"
 LEASE_KEY = "_memcli/compact.lease"
 CREATE_LEASE_KEY = "_memcli/create.lease"
 LEASE_STALE_SECONDS = 600.0  # a compactor that died holding the lease frees it after this long
+DEDUP_DIR = "_memcli/dedup"
+DEDUP_STALE_SECONDS = 60.0  # a write lease older than this is taken over (a write takes well under a second)
 _EMPTY_SHA = hashlib.sha256(b"").hexdigest()
 
 
@@ -118,6 +123,8 @@ class S3Client:
         self.region = options.get("aws_region") or "us-east-1"
         self.endpoint = (options.get("aws_endpoint") or f"https://s3.{self.region}.amazonaws.com").rstrip("/")
         self.timeout = timeout
+        self._http: Any = None  # one connection pool: a new httpx client per request cost ~200 ms (its TLS setup)
+        self._http_lock = threading.Lock()
         if not (self.access_key and self.secret_key):
             raise StoreError("checking the object store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the "
                              "environment (the store itself may use a profile or an instance role, the check "
@@ -157,8 +164,11 @@ class S3Client:
 
         url, hdrs = self.sign(method, bucket, key, body, headers)
         del hdrs["host"]  # httpx sends the same one
+        with self._http_lock:
+            if self._http is None:
+                self._http = httpx.Client(timeout=self.timeout)
         try:
-            resp = httpx.request(method, url, content=body, headers=hdrs, timeout=self.timeout)
+            resp = self._http.request(method, url, content=body, headers=hdrs)
         except httpx.HTTPError as exc:
             raise StoreError(f"cannot reach the object store at {self.endpoint}: {exc}") from exc
         return resp.status_code, resp.content
@@ -277,6 +287,94 @@ class CompactionLease:
                 self.client.request("DELETE", self.loc.bucket, self.key)
             except StoreError as exc:  # it goes stale and is taken over later
                 log.warning("releasing the compaction lease: %s", exc)
+
+
+class DedupLeases:
+    """Leases on content identities (memcli.writelock): replicas remembering the same text at once take turns
+    to look for it and write it. A lease is an object ``_memcli/dedup/<name>`` created with ``If-None-Match: *``
+    and deleted after the write; one older than DEDUP_STALE_SECONDS is taken over (its holder died, or a
+    write took that long). A writer takes every lease of its batch at once or none (it gives back what it got
+    and tries again), so two batches never wait for each other in a circle; after ``wait_seconds`` it fails
+    as a busy store does. Without usable credentials or conditional PUT it writes without them (logged)."""
+
+    def __init__(self, uri: str, options: Mapping[str, str]) -> None:
+        self.loc = S3Location.parse(uri)
+        self._warned = False  # "writing without leases" is logged once, not on every write
+        try:
+            self.client: S3Client | None = S3Client(options, timeout=5.0)
+        except StoreError:
+            self.client = None
+
+    def _take(self, key: str) -> str:
+        """One lease: "taken", "busy" (another writer holds it) or "unusable" (this store cannot lease)."""
+        try:
+            return self._try_take(key)
+        except StoreError as exc:
+            self._unusable(str(exc))
+            return "unusable"
+
+    def _unusable(self, why: str) -> None:
+        (log.debug if self._warned else log.warning)("write lease unavailable (%s): writing without it", why)
+        self._warned = True
+
+    def _try_take(self, key: str) -> str:
+        assert self.client is not None
+        body = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}).encode()
+        status, _ = self.client.request("PUT", self.loc.bucket, key, body, {"if-none-match": "*"})
+        if status in (200, 201):
+            return "taken"
+        if status not in (409, 412):
+            self._unusable(f"HTTP {status}")
+            return "unusable"
+        got, held = self.client.request("GET", self.loc.bucket, key)
+        try:
+            at = float(json.loads(held).get("at", 0)) if got == 200 else 0.0
+        except (ValueError, AttributeError):
+            at = 0.0
+        if got == 404 or time.time() - at > DEDUP_STALE_SECONDS:
+            if got != 404:
+                self.client.request("DELETE", self.loc.bucket, key)
+            status, _ = self.client.request("PUT", self.loc.bucket, key, body, {"if-none-match": "*"})
+            return "taken" if status in (200, 201) else "busy"
+        return "busy"
+
+    def _release(self, keys: list[str]) -> None:
+        assert self.client is not None
+        for key in keys:
+            try:
+                self.client.request("DELETE", self.loc.bucket, key)
+            except StoreError as exc:  # it goes stale and is taken over later
+                log.warning("releasing a write lease: %s", exc)
+
+    @contextmanager
+    def hold(self, names: list[str], wait_seconds: float = 180.0) -> Iterator[None]:
+        if self.client is None or not names:
+            yield
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        keys = [self.loc.key(f"{DEDUP_DIR}/{n}") for n in names]
+        held: list[str] = []
+        deadline = time.monotonic() + wait_seconds
+        delay = 0.02
+        with ThreadPoolExecutor(max_workers=min(16, len(keys)), thread_name_prefix="memcli-lease") as pool:
+            while True:
+                outcomes = list(pool.map(self._take, keys)) if len(keys) > 1 else [self._take(keys[0])]
+                held = [k for k, o in zip(keys, outcomes) if o == "taken"]
+                if "busy" not in outcomes or "unusable" in outcomes:
+                    break
+                self._release(held)
+                held = []
+                if time.monotonic() > deadline:
+                    raise StoreError(f"writing to the store failed: the store is busy (other writers held the "
+                                     f"same memories' write leases for {wait_seconds:.0f} s); nothing was "
+                                     "written, try again")
+                time.sleep(delay * (0.5 + random.random()))  # jittered: two writers must not retry in lockstep
+                delay = min(delay * 2, 0.5)
+            try:
+                yield
+            finally:
+                self._release(held)
 
 
 def creation_guard(uri: str, options: Mapping[str, str]) -> "AbstractContextManager[bool]":

@@ -174,18 +174,27 @@ class MemoryService:
         if to_write:
             self._attach_context([mems[i] for i in to_write])
             vectors, ctx_vectors = embed_memories(self.embedder, [mems[i] for i in to_write], progress)
-            rows = []
+            rows: dict[int, dict[str, Any]] = {}
             for i, vec, cvec in zip(to_write, vectors, ctx_vectors):
                 similar = self._relate(mems[i].content, self._similar(vec, mems[i].namespace,
                                                                       self.duplicate_threshold))
                 results[i] = RememberResult(
                     memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar if _same(h)],
                     related=[{"memory_id": h.memory.id, **(h.relation or {})} for h in similar if not _same(h)])
-                rows.append(memory_to_row(mems[i], vec, cvec))
-            self.store.add(rows)
-            self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
-                                    namespace=mems[i].namespace, version=1, note=write_note(items[i].keep_secrets))
-                         for i in to_write])
+                rows[i] = memory_to_row(mems[i], vec, cvec)
+            # another thread, process or replica may have stored the same content since the look above: look
+            # again and add under the store's write lock (memcli.writelock), so each content is stored once
+            with self.store.write_lock.hold([_ident(mems[i]) for i in rows]):
+                stored = self._existing_by_hash([mems[i] for i in rows], now)
+                for i in [i for i in rows if _ident(mems[i]) in stored]:
+                    results[i] = RememberResult(memory_id=stored[_ident(mems[i])], created=False)
+                    del rows[i]
+                self.store.add(list(rows.values()), maintain=False)
+            if rows:  # outside the lock: it may compact
+                self.store.after_write(list(rows.values()))
+                self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
+                                        namespace=mems[i].namespace, version=1,
+                                        note=write_note(items[i].keep_secrets)) for i in rows])
         return [r for r in results if r is not None]
 
     def _existing_by_hash(self, mems: Sequence[Memory], now: int) -> dict[tuple[str, str, str], str]:
@@ -610,6 +619,11 @@ class MemoryService:
         from memcli.distill_runs import DistillRuns
 
         return DistillRuns(self.store).tags()
+
+
+def _ident(m: Memory) -> tuple[str, str, str]:
+    """What makes two memories exact duplicates: the same content in the same namespace and scope."""
+    return (m.namespace, m.scope, m.content_hash)
 
 
 def _same(hit: RecallHit) -> bool:

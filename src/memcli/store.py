@@ -27,6 +27,7 @@ from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
 from memcli.reader import Reader, quote
 from memcli.rows import COLUMNS, memory_schema, row_search_text, row_to_memory, status_fields
 from memcli.textnorm import query_text
+from memcli.writelock import WriteLock
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
@@ -106,6 +107,7 @@ class MemoryStore(IndexMaintenance):
         self._fts_ready = False
         self._token_best: dict[tuple[str, str | None], tuple[float, float]] = {}
         self.facts = TableFacts()
+        self.write_lock = WriteLock(uri, self.storage_options)  # remember's check-then-write (memcli.writelock)
         try:
             import lancedb
 
@@ -282,8 +284,9 @@ class MemoryStore(IndexMaintenance):
         self.after_write(rows)
         return int(res.num_inserted_rows)
 
-    def add(self, rows: list[dict[str, Any]]) -> int:
-        """Append rows with fresh ids (UUIDv7: no collision to check, so no merge scan)."""
+    def add(self, rows: list[dict[str, Any]], *, maintain: bool = True) -> int:
+        """Append rows with fresh ids (UUIDv7: no collision to check, so no merge scan). ``maintain=False``:
+        the caller runs :meth:`after_write` itself (after releasing the write lock: it may compact)."""
         if not rows:
             return 0
         import pyarrow as pa
@@ -292,7 +295,8 @@ class MemoryStore(IndexMaintenance):
         where = "id IN (" + ", ".join(quote(r["id"]) for r in rows) + ")"
         self.commit(lambda: self.table.add(data), "writing to the store",
                      landed=lambda: self.count(where) == len(rows))
-        self.after_write(rows)
+        if maintain:
+            self.after_write(rows)
         return len(rows)
 
     def update(self, memory_id: str, values: dict[str, Any], *, expected_version: int | None = None) -> int:
