@@ -74,6 +74,44 @@ def test_the_same_content_written_at_once_by_two_handles_is_stored_once(home: Pa
     assert len(rows) == 3 and all(res[1].created for res in results)  # type: ignore[index]
 
 
+def test_one_new_key_remembered_at_once_by_two_handles_is_one_memory(home: Path) -> None:
+    """Two writers remember the same new key with different texts at the same moment: one memory holds the key
+    (the later write updates it), and both are told its id; one batch naming a new key twice is one memory too."""
+    import threading
+
+    svcs = [MemoryService.open(load_config(home)) for _ in range(2)]
+    both_looked = threading.Barrier(2, timeout=10)
+    for svc in svcs:  # each embeds its first text only once both have looked for the key
+        def embed(texts: list[str], _embed: Any = svc.embedder.embed_passages, first: list[bool] = [True]) -> Any:
+            if first and first.pop():
+                both_looked.wait()
+            return _embed(texts)
+
+        svc.embedder.embed_passages = embed  # type: ignore[method-assign]
+    results: list[Any] = [None, None]
+
+    def write(k: int) -> None:
+        results[k] = svcs[k].remember(f"the deploy script is deploy-v{k + 1}.sh", key="deploy-script")
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        rows = svcs[0].store.column_values("key = 'deploy-script'", ["id", "content", "version"])
+        batch = svcs[0].remember_many([NewMemory(content="on-call is alice", key="oncall"),
+                                       NewMemory(content="on-call is bob", key="oncall")])
+        oncall = svcs[0].store.column_values("key = 'oncall'", ["id", "content"])
+    finally:
+        for svc in svcs:
+            svc.close()
+    assert len(rows) == 1, rows
+    assert {r.memory_id for r in results} == {rows[0]["id"]} and rows[0]["version"] == 2
+    assert len(oncall) == 1 and oncall[0]["content"] == "on-call is bob"
+    assert [b.memory_id for b in batch] == [oncall[0]["id"]] * 2 and batch[1].updated
+
+
 def test_a_writer_stuck_holding_the_write_lock_delays_a_remember_but_never_hangs_it(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process holding the store's write lock (stopped by a debugger, say) makes a remember wait, then

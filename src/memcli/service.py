@@ -154,13 +154,18 @@ class MemoryService:
         results: list[RememberResult | None] = [None] * len(mems)
         to_write: list[int] = []
         seen: dict[tuple[str, str, str], int] = {}
+        new_keys: dict[tuple[str, str], int] = {}
+        later: list[tuple[int, int | str]] = []  # (item, the memory its key names: an item of this batch, or an id)
         stored = self._existing_by_hash(mems, now)  # one query for the whole batch, not one per item
         for i, m in enumerate(mems):
             if m.key is not None:
-                existing = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key)}", 1)
+                existing = self._by_key(m)
                 if existing:
-                    self._upsert_by_key(existing[0], m, source, actor(i), items[i].keep_secrets)
-                    results[i] = RememberResult(memory_id=existing[0].id, created=False, updated=True)
+                    self._upsert_by_key(existing, m, source, actor(i), items[i].keep_secrets)
+                    results[i] = RememberResult(memory_id=existing.id, created=False, updated=True)
+                    continue
+                if (m.namespace, m.key) in new_keys:  # the same new key twice in one batch: the later updates it
+                    later.append((i, new_keys[(m.namespace, m.key)]))
                     continue
             ident = (m.namespace, m.scope, m.content_hash)
             if ident in seen:
@@ -171,6 +176,8 @@ class MemoryService:
                 continue
             seen[ident] = i
             to_write.append(i)
+            if m.key is not None:
+                new_keys[(m.namespace, m.key)] = i
         if to_write:
             self._attach_context([mems[i] for i in to_write])
             vectors, ctx_vectors = embed_memories(self.embedder, [mems[i] for i in to_write], progress)
@@ -184,18 +191,41 @@ class MemoryService:
                 rows[i] = memory_to_row(mems[i], vec, cvec)
             # another thread, process or replica may have stored the same content since the look above: look
             # again and add under the store's write lock (memcli.writelock), so each content is stored once
-            with self.store.write_lock.hold([_ident(mems[i]) for i in rows]):
+            # (a new key too: two writers remembering one new key at once must not store two memories with it)
+            idents = [_ident(mems[i]) for i in rows] + [(mems[i].namespace, "\x00key", mems[i].key or "")
+                                                        for i in rows if mems[i].key is not None]
+            with self.store.write_lock.hold(idents):
                 stored = self._existing_by_hash([mems[i] for i in rows], now)
                 for i in [i for i in rows if _ident(mems[i]) in stored]:
                     results[i] = RememberResult(memory_id=stored[_ident(mems[i])], created=False)
                     del rows[i]
+                for i in [i for i in rows if mems[i].key is not None]:
+                    existing = self._by_key(mems[i])
+                    if existing:
+                        later.append((i, existing.id))
+                        del rows[i]
                 self.store.add(list(rows.values()), maintain=False)
             if rows:  # outside the lock: it may compact
                 self.store.after_write(list(rows.values()))
                 self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
                                         namespace=mems[i].namespace, version=1,
                                         note=write_note(items[i].keep_secrets)) for i in rows])
+        for i, target in later:
+            mid = mems[target].id if isinstance(target, int) else target
+            if isinstance(target, int) and target not in rows:  # that item was not written after all
+                results[i] = RememberResult(memory_id=results[target].memory_id, created=False)  # type: ignore[union-attr]
+                continue
+            existing = self.store.get(mid)
+            if existing is None:
+                raise VersionConflictError(f"memory {mid} was forgotten while key {mems[i].key} was remembered; try again")
+            self._upsert_by_key(existing, mems[i], source, actor(i), items[i].keep_secrets)
+            results[i] = RememberResult(memory_id=mid, created=False, updated=True)
         return [r for r in results if r is not None]
+
+    def _by_key(self, m: Memory) -> Memory | None:
+        """The live memory that holds ``m``'s key in its namespace, if any."""
+        found = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key or '')}", 1)
+        return found[0] if found else None
 
     def _existing_by_hash(self, mems: Sequence[Memory], now: int) -> dict[tuple[str, str, str], str]:
         """Live stored memories with the same (namespace, scope, content hash) as any of ``mems``."""
