@@ -194,6 +194,57 @@ def test_the_team_client_reads_its_transcript_on_its_own_machine(team: Team, tmp
     assert not (team.tmp / "laptop-home" / "spool-team").exists()  # taken by the server, not queued
 
 
+class Recorder:
+    """A stand-in team server on 127.0.0.1 that answers every hook 202 and keeps the bodies it got."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        bodies = self.bodies = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                bodies.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_the_team_client_sends_text_and_a_project_name_never_a_path(team: Team, tmp_path: Path) -> None:
+    transcript = write_transcript(tmp_path / "t.jsonl", "REC-PROMPT-3: why is the CSV import so slow?",
+                                  "REC-REPLY-3: the CSV import was slow because it committed every row; it now "
+                                  "commits every thousand rows.")
+    cwd = tmp_path / "ledger" / "src"
+    (tmp_path / "ledger" / ".git").mkdir(parents=True)
+    cwd.mkdir()
+    rec = Recorder()
+    try:
+        env = {**team.client_env("alpha", "recorded-home"), "MEMCLI_API_URL": rec.url}
+        base = {"session_id": "rec-1", "transcript_path": str(transcript), "cwd": str(cwd)}
+        for event, extra in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "CSV import?"}),
+                             ("Stop", {"stop_hook_active": False})):
+            h = run_hook(event, json.dumps({**base, "hook_event_name": event, **extra}).encode(), env)
+            assert (h.rc, h.out, h.err) == (0, b"", b""), event
+    finally:
+        rec.close()
+    assert [path for path, _ in rec.bodies] == ["/hooks/SessionStart", "/hooks/UserPromptSubmit", "/hooks/Stop"]
+    for _, body in rec.bodies:
+        assert "transcript_path" not in body and "cwd" not in body and body["project"] == "ledger", body
+    stop = rec.bodies[-1][1]
+    assert stop["last_assistant_message"].startswith("REC-REPLY-3") and stop["transcript_prompt"].startswith("REC-PROMPT-3")
+
+
 # ------------------------------------------------------------------------ item 1: the spool's own entries
 def _drain(home: Path, process: Any, timeout: float = 10.0) -> tuple[int | None, list[str]]:
     """One drain of ``<home>/spool`` by a new Spool (as a server starting), in a thread that may not hang."""

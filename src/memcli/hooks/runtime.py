@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcli.hooks.transport import log
+from memcli.hooks.transport import LOCAL_PATHS, log
 from memcli.hooks.spool import PermanentError, Spool
 from memcli.hooks.state import HookState
 from memcli.redact import clean_payload
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from memcli.service import MemoryService
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
-# What only this home's own hook client may send: a path the server opens (the transcript) or a directory it
-# resolves (the project's). A remote caller names its project instead, and sends the turn's text.
-LOCAL_ONLY = ("transcript_path", "cwd")
 
 
 def output(event: str, context: str | None) -> dict[str, Any] | None:
@@ -86,7 +83,7 @@ class HookRuntime:
             payload = clean_payload(payload)
             caller = self.whoami()
             if caller or not local:
-                payload = {k: v for k, v in payload.items() if k not in LOCAL_ONLY}
+                payload = {k: v for k, v in payload.items() if k not in LOCAL_PATHS}
             if caller and payload.get("session_id"):  # one space's sessions never share state with another's
                 payload = dict(payload, session_id=space_session(caller, payload["session_id"]))
             if event == "SessionStart":
@@ -181,7 +178,7 @@ class HookRuntime:
 
         payload = clean_payload(payload)  # queued by a client (or an older memcli) as it came
         if payload.get("_memcli_caller"):  # a space's turn queued by an older memcli: its paths stay unread
-            payload = {k: v for k, v in payload.items() if k not in LOCAL_ONLY}
+            payload = {k: v for k, v in payload.items() if k not in LOCAL_PATHS}
         if not payload.get("_memcli_prompt") and payload.get("session_id"):
             # spooled by the client while the server was down: the prompt may be in the state
             prompt = self.state.take_prompt(payload.get("session_id"))

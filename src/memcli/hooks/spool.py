@@ -21,10 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memcli.hooks.transport import read_regular, spool as _write_raw
+from memcli.hooks.transport import SPOOL_MAX, read_regular, spool as _write_raw
 
 MAX_ATTEMPTS = 5
-MAX_ENTRY = 64 << 20  # one payload is at most 16 MiB (the route's limit), re-encoded: room to spare
 _TRY_RE = re.compile(r"\.try(\d+)\.json$")
 # The disk refused the write (full, read-only, no permission): not the payload's fault, so such a failure does not
 # count against its attempts; the turn stays queued until the store can be written again.
@@ -66,6 +65,7 @@ class Spool:
         self.home = Path(home)
         self.dir = self.home / "spool"
         self._lock = threading.Lock()
+        self._counted: dict[str, int] = {}  # attempts of entries that could not be renamed (a read-only spool)
 
     def put(self, payload: dict[str, Any]) -> Path:
         """Queue ``payload`` (fsync'd, then renamed into place); raises OSError when the disk refuses."""
@@ -89,11 +89,11 @@ class Spool:
 
     @staticmethod
     def read(path: Path) -> dict[str, Any]:
-        """One entry's payload: a regular file (not a link, FIFO or device) of at most :data:`MAX_ENTRY`
+        """One entry's payload: a regular file (not a link, FIFO or device) of at most :data:`~memcli.hooks.transport.SPOOL_MAX`
         bytes holding a JSON object, else :class:`PermanentError`; FileNotFoundError when another drainer
         took it."""
         try:
-            raw = read_regular(str(path), MAX_ENTRY, follow=False)
+            raw = read_regular(str(path), SPOOL_MAX, follow=False)
         except FileNotFoundError:
             raise
         except (OSError, ValueError) as exc:
@@ -123,7 +123,7 @@ class Spool:
                 for path in batch:
                     key = with_attempts(path, 0).name
                     tried.add(key)
-                    n = attempts_of(path)
+                    n = max(attempts_of(path), self._counted.get(key, 0))
                     if n >= MAX_ATTEMPTS:  # tried that often already, perhaps each time by a server it killed
                         log(f"spool: {path.name} was tried {n} times; moved to spool/failed")
                         self._fail(path)
@@ -142,7 +142,8 @@ class Spool:
                     except FileNotFoundError:
                         continue
                     except OSError:
-                        trying = path  # a read-only spool: the count stays in memory only
+                        trying = path  # a read-only spool: the count is kept in memory only
+                        self._counted[key] = n + 1
                     try:
                         process(payload)
                     except PermanentError as exc:
@@ -170,6 +171,7 @@ class Spool:
                         trying.unlink()
                     except FileNotFoundError:
                         pass
+                    self._counted.pop(key, None)
                     done += 1
                     progressed = True
                     failed_last = False
@@ -179,11 +181,14 @@ class Spool:
             self._lock.release()
         return done
 
-    @staticmethod
-    def _uncount(trying: Path, path: Path) -> None:
+    def _uncount(self, trying: Path, path: Path) -> None:
         """Give back an attempt that was not the entry's fault."""
-        if trying != path:
-            try:
-                os.replace(trying, path)
-            except OSError:
-                pass
+        if trying == path:
+            key = with_attempts(path, 0).name
+            if key in self._counted:
+                self._counted[key] -= 1
+            return
+        try:
+            os.replace(trying, path)
+        except OSError:
+            pass

@@ -17,11 +17,9 @@ import os
 import time
 from typing import Any
 
-from memcli.hooks.transport import Settings, http, log, read_regular, split_url, spool
+from memcli.hooks.transport import LOCAL_PATHS, SPOOL_MAX, Settings, http, log, read_regular, split_url, spool
 
 TEAM_SPOOL = "spool-team"
-MAX_ENTRY = 64 << 20  # a queued turn is at most one 16 MiB payload, re-encoded
-LOCAL_ONLY = ("transcript_path", "cwd")  # paths of this machine: meaningless (and never opened) on the server
 
 
 def project_of(cwd: str) -> str | None:
@@ -47,10 +45,10 @@ def for_server(event: str, data: bytes, *, read_transcript: bool = True) -> byte
         payload = json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError):
         return data
-    if not isinstance(payload, dict) or not any(k in payload for k in LOCAL_ONLY):
+    if not isinstance(payload, dict) or not any(k in payload for k in LOCAL_PATHS):
         return data
     cwd, transcript = payload.get("cwd"), payload.get("transcript_path")
-    out: dict[str, Any] = {k: v for k, v in payload.items() if k not in LOCAL_ONLY}
+    out: dict[str, Any] = {k: v for k, v in payload.items() if k not in LOCAL_PATHS}
     if isinstance(cwd, str) and cwd and not out.get("project"):
         try:
             out["project"] = project_of(cwd)
@@ -109,7 +107,7 @@ def _resend_team_spool(s: Settings, where: tuple[bool, str, int, str], deadline:
             return
         path = os.path.join(d, name)
         try:  # only a bounded regular file: a FIFO or a device named like a turn must not hang the hook
-            body = for_server("Stop", read_regular(path, MAX_ENTRY, follow=False), read_transcript=False)
+            body = for_server("Stop", read_regular(path, SPOOL_MAX, follow=False), read_transcript=False)
         except (OSError, ValueError) as exc:
             log(s.home, f"Stop: a queued turn ({name}) cannot be read: {type(exc).__name__}: {exc}")
             continue

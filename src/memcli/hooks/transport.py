@@ -16,6 +16,10 @@ import _socket  # the C module: `socket` would import enum, selectors… (~10 ms
 
 DEFAULT_PORT = 8765
 DEFAULT_DEADLINE_MS = 1500
+SPOOL_MAX = 64 << 20  # bytes of one queued turn: a 16 MiB payload (the limit of /hooks), re-encoded, with room
+# The payload fields that name this machine's files: the transcript (a path the server would open) and the
+# working directory (which it would resolve to a project). Only a home's own client may send them to its server.
+LOCAL_PATHS = ("transcript_path", "cwd")
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
 
