@@ -5,7 +5,7 @@ launcher runs it) and a real full disk:
 - a space token names a transcript of the server's machine (the admin's), a FIFO, `/dev/zero`, or a `cwd`
   the server would resolve (`/proc/self/cwd`): the server opens none of them, and nobody's turn waits;
 - the team hook client reads its transcript on its own machine (a private mount the server cannot see) and
-  sends the turn's text and the project's name;
+  sends the turn's text and the project's name, never a path (what a stand-in server receives);
 - the spool reads only its own bounded regular files and sets a failing entry aside after five attempts,
   counted across restarts, without holding up the others;
 - a Stop turn the server cannot queue (its spool on a full tmpfs) is refused (507), logged, and kept by the
