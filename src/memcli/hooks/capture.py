@@ -67,6 +67,23 @@ def scope_of(payload: dict[str, Any]) -> str:
     return f"agent:{agent}"
 
 
+def project_of(payload: dict[str, Any]) -> str | None:
+    """The project a payload names (``project``: a remote client names its own), else the git root of its
+    ``cwd`` (only this home's own client sends one: :meth:`~memcli.hooks.runtime.HookRuntime.handle` drops it
+    from any other caller's, unread)."""
+    from memcli.errors import ValidationError
+    from memcli.models import validate_project
+
+    named = payload.get("project")
+    if named is not None and named != "":
+        try:
+            return validate_project(named)
+        except ValidationError:
+            return None
+    cwd = payload.get("cwd")
+    return detect_project(cwd) if isinstance(cwd, str) else None
+
+
 def resolve_turn(payload: dict[str, Any]) -> tuple[str, str]:
     """(prompt, reply) of the turn, before cleaning."""
     prompt = payload.get("_memcli_prompt") or payload.get("prompt") or ""
@@ -153,7 +170,7 @@ def capture_turn(service: "MemoryService", payload: dict[str, Any], cfg: "HooksC
     if payload.get("agent_type"):
         meta["agent_type"] = str(payload.get("agent_type"))
     res = service.remember(content, tags=[TAG], scope=scope, importance=IMPORTANCE, source=SOURCE,
-                           project=detect_project(cwd), metadata=meta, thread=session or None)
+                           project=project_of(payload), metadata=meta, thread=session or None)
     state.mark_captured(session, key)
     return Capture("stored" if res.created else "duplicate", why if res.created else "the same text exists",
                    res.memory_id, content, key)

@@ -1,14 +1,22 @@
 """Starlette routes for the hooks, mounted by ``memcli serve``: ``POST /hooks/{event}``.
 
 ``SessionStart`` and ``UserPromptSubmit`` answer ``200`` with ``{"hookSpecificOutput": …}`` or ``204``
-(nothing to inject); ``Stop`` queues the turn and answers ``202`` at once, the capture runs after the
-answer; ``SessionEnd`` answers ``204``. Bad JSON → ``400``. Errors never reach the agent: they are logged
-and answered ``204``.
+(nothing to inject); ``Stop`` queues the turn (on disk, fsync'd) and answers ``202``, the capture runs after
+the answer; a turn the spool cannot take (a full or read-only disk) is ``507`` / ``503``, logged, so that the
+client keeps it. ``SessionEnd`` answers ``204``. Bad JSON → ``400``. Other errors never reach the agent: they
+are logged and answered ``204``.
+
+Only this home's own hook client may name a path the server opens (``transcript_path``) or a directory it
+resolves (``cwd``): a request with the home's token, its home id (``X-Memcli-Home``, checked by the Guard)
+and from a loopback address. Anyone else — a space token, the admin token from another machine — names
+its ``project`` and sends the turn's text (``prompt``, ``last_assistant_message``, ``transcript_prompt``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -19,13 +27,36 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from memcli.hooks.runtime import EVENTS, HookRuntime
+from memcli.hooks.runtime import EVENTS, HookRuntime, NotQueued
 
 if TYPE_CHECKING:
     from memcli.config import Config
     from memcli.service import MemoryService
 
 MAX_BODY = 16 * 1024 * 1024
+LOOPBACK_PEERS = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
+_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+log = logging.getLogger("memcli.server")
+
+
+def from_own_client(request: Request, runtime: HookRuntime) -> bool:
+    """Is this this home's own hook client, on this machine? The home's token (no space caller), the home's
+    id (the Guard refuses another one) and a loopback peer."""
+    state = request.scope.get("state", {})
+    if runtime.whoami() is not None or state.get("memcli_auth_via", "token") != "token":
+        return False
+    peer = (request.scope.get("client") or ("", 0))[0]
+    return "x-memcli-home" in request.headers and peer in LOOPBACK_PEERS
+
+
+def not_queued(exc: NotQueued) -> Response:
+    """The answer to a Stop turn the spool could not take: the client keeps it and sends it again."""
+    log.error("hooks: a Stop turn could not be queued (%s): answered without acknowledging it", exc)
+    if exc.error.errno in _FULL:
+        return JSONResponse({"ok": False, "error": "the server's disk is full: the turn was not queued",
+                             "code": "insufficient_storage"}, status_code=507)
+    return JSONResponse({"ok": False, "error": "the server cannot queue the turn now", "code": "unavailable"},
+                        status_code=503, headers={"Retry-After": "5"})
 
 
 def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
@@ -51,7 +82,11 @@ def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
             runtime.log(f"{event}: the request body is not a JSON object")
             return JSONResponse({"ok": False, "error": "the body must be a JSON object", "code": "invalid_input"},
                                 status_code=400)
-        out = await run_in_threadpool(runtime.handle, event, payload)
+        local = from_own_client(request, runtime)
+        try:
+            out = await run_in_threadpool(runtime.handle, event, payload, local=local, strict=True)
+        except NotQueued as exc:
+            return not_queued(exc)
         drain = BackgroundTask(run_in_threadpool, runtime._safe_drain) if runtime.spool.pending() else None
         if event == "Stop":
             return Response(status_code=202, background=drain)

@@ -15,10 +15,9 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcli.hooks.transport import log
+from memcli.hooks.transport import LOCAL_PATHS, log
 from memcli.hooks.spool import PermanentError, Spool
 from memcli.hooks.state import HookState
-from memcli.project import detect_project
 from memcli.redact import clean_payload
 
 if TYPE_CHECKING:
@@ -32,6 +31,22 @@ def output(event: str, context: str | None) -> dict[str, Any] | None:
     if not context:
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+
+
+class NotQueued(Exception):
+    """A Stop turn could not be written to the spool (a full or read-only disk): it must not be acknowledged."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+
+
+def space_session(caller: dict[str, Any], session_id: Any) -> str:
+    """The session key of a space's caller: space, agent and the client's session id, each unambiguous (a
+    space may be called ``acme/bob``: its ``/`` is escaped, so no other space's agent and session spell it)."""
+    def part(value: Any) -> str:
+        return str(value).replace("%", "%25").replace("/", "%2F")
+    return f"{part(caller['space'])}/{part(caller['agent'])}/{session_id}"
 
 
 class HookRuntime:
@@ -53,7 +68,12 @@ class HookRuntime:
         log(self.home, message, "server")
 
     # ------------------------------------------------------------------ entry point
-    def handle(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    def handle(self, event: str, payload: dict[str, Any], *, local: bool = True,
+               strict: bool = False) -> dict[str, Any] | None:
+        """What to answer ``event`` (None: nothing to inject); never raises, except :class:`NotQueued` with
+        ``strict`` (a Stop turn the spool could not take: the route answers an error, not 202).
+        ``local``: the request comes from this home's own hook client, whose paths are this machine's; any
+        other caller's ``transcript_path`` and ``cwd`` are dropped unread."""
         t0 = time.perf_counter()
         self.last = {"event": event}
         try:
@@ -62,8 +82,10 @@ class HookRuntime:
             # no secret reaches the state files or the spool, and a lone surrogate (\ud800) costs no turn
             payload = clean_payload(payload)
             caller = self.whoami()
+            if caller or not local:
+                payload = {k: v for k, v in payload.items() if k not in LOCAL_PATHS}
             if caller and payload.get("session_id"):  # one space's sessions never share state with another's
-                payload = dict(payload, session_id=f"{caller['space']}/{caller['agent']}/{payload['session_id']}")
+                payload = dict(payload, session_id=space_session(caller, payload["session_id"]))
             if event == "SessionStart":
                 out = self.session_start(payload)
             elif event == "UserPromptSubmit":
@@ -78,6 +100,12 @@ class HookRuntime:
                 raise ValueError(f"unknown hook event {event!r}")
             self.last["ms"] = round((time.perf_counter() - t0) * 1000, 1)
             return out
+        except NotQueued as exc:
+            self.log(f"{event}: the turn could not be queued ({exc}); not acknowledged")
+            self.last["error"] = f"not queued: {exc}"
+            if strict:
+                raise
+            return None
         except Exception as exc:  # noqa: BLE001 - fail open: the agent is never disturbed
             self.log(f"{event}: {type(exc).__name__}: {exc}")
             self.last["error"] = f"{type(exc).__name__}: {exc}"
@@ -85,11 +113,12 @@ class HookRuntime:
 
     # ------------------------------------------------------------------ events
     def session_start(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        from memcli.hooks.capture import project_of
         from memcli.hooks.digest import session_digest
 
         session = payload.get("session_id")
         self.state.prune()
-        project = detect_project(payload.get("cwd"))
+        project = project_of(payload)
         text, ids = session_digest(self.get_service(), project=project, budget=self.cfg.session_start_budget,
                                    project_only=self.cfg.project_only, index_top_k=self.cfg.index_top_k,
                                    index_budget=self.cfg.index_budget)
@@ -100,6 +129,7 @@ class HookRuntime:
         return output("SessionStart", text)
 
     def user_prompt(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        from memcli.hooks.capture import project_of
         from memcli.hooks.inject import prompt_context, tiers
 
         session = payload.get("session_id")
@@ -108,7 +138,7 @@ class HookRuntime:
             return None
         # for Stop, before anything can fail (redacted with the payload: the state file keeps no secret)
         self.state.set_prompt(session, prompt)
-        project = detect_project(payload.get("cwd"))
+        project = project_of(payload)
         c = self.cfg
         text, ids, listed = prompt_context(self.get_service(), prompt, project=project,
                                            exclude=self.state.injected(session), project_only=c.project_only,
@@ -127,14 +157,19 @@ class HookRuntime:
             self.last["skipped"] = "subagent"
             return
         remembered = self.state.take_prompt(payload.get("session_id"))
-        prompt = payload.get("_memcli_prompt") or payload.get("prompt") or remembered
+        # a remote client's transcript prompt comes last: the prompt remembered for the session is the turn's
+        prompt = payload.get("_memcli_prompt") or payload.get("prompt") or remembered or \
+            payload.get("transcript_prompt")
         if prompt:
             payload = dict(payload, _memcli_prompt=prompt)
         payload = {k: v for k, v in payload.items() if k != "_memcli_caller"}  # never the client's say
         caller = self.whoami()
         if caller:
             payload["_memcli_caller"] = caller
-        self.spool.put(payload)
+        try:  # on disk (fsync'd) before the answer: a 202 is a turn that survives
+            self.spool.put(payload)
+        except OSError as exc:
+            raise NotQueued(exc) from None
 
     # ------------------------------------------------------------------ the queue
     def capture(self, payload: dict[str, Any]) -> None:
@@ -142,6 +177,8 @@ class HookRuntime:
         from memcli.hooks.capture import capture_turn, journal
 
         payload = clean_payload(payload)  # queued by a client (or an older memcli) as it came
+        if payload.get("_memcli_caller"):  # a space's turn queued by an older memcli: its paths stay unread
+            payload = {k: v for k, v in payload.items() if k not in LOCAL_PATHS}
         if not payload.get("_memcli_prompt") and payload.get("session_id"):
             # spooled by the client while the server was down: the prompt may be in the state
             prompt = self.state.take_prompt(payload.get("session_id"))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from pathlib import Path
 from typing import Any
+
+from memcli.hooks.transport import read_regular
 
 BLOCK_TAG = "memcli-memories"
 BLOCK_OPEN = f"<{BLOCK_TAG}"
@@ -118,20 +119,18 @@ def last_turn(transcript_path: str | None, *, max_bytes: int = 4_000_000) -> tup
     """The last real user prompt and the assistant text after it, from a Claude Code transcript (JSONL).
 
     Tool results arrive as ``user`` lines of ``tool_result`` blocks and are not prompts; meta and sidechain
-    lines are skipped; one reply can span several ``assistant`` lines. Reads at most the file's tail.
+    lines are skipped; one reply can span several ``assistant`` lines. Reads at most the file's last
+    ``max_bytes``, and only a regular file: a FIFO or a device (``/dev/zero``) gives nothing, at once.
     """
-    if not transcript_path:
+    if not transcript_path or not isinstance(transcript_path, str):
         return "", ""
-    p = Path(transcript_path)
     try:
-        size = p.stat().st_size
-        with open(p, "rb") as fh:
-            if size > max_bytes:
-                fh.seek(size - max_bytes)
-                fh.readline()
-            raw = fh.read().decode("utf-8", "replace")
-    except OSError:
+        data = read_regular(transcript_path, max_bytes, tail=True)
+    except (OSError, ValueError):
         return "", ""
+    if len(data) == max_bytes:  # (perhaps) a tail: its first line is cut
+        data = data[data.find(b"\n") + 1:]
+    raw = data.decode("utf-8", "replace")
     prompt, replies = "", []
     for line in raw.splitlines():
         line = line.strip()

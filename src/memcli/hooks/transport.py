@@ -16,6 +16,10 @@ import _socket  # the C module: `socket` would import enum, selectors… (~10 ms
 
 DEFAULT_PORT = 8765
 DEFAULT_DEADLINE_MS = 1500
+SPOOL_MAX = 64 << 20  # bytes of one queued turn: a 16 MiB payload (the limit of /hooks), re-encoded, with room
+# The payload fields that name this machine's files: the transcript (a path the server would open) and the
+# working directory (which it would resolve to a project). Only a home's own client may send them to its server.
+LOCAL_PATHS = ("transcript_path", "cwd")
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
 
@@ -64,6 +68,39 @@ def read_file(path: str) -> bytes | None:
             return fh.read()
     except OSError:
         return None
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, a device, a socket or a directory: never read (it could block or never end)."""
+
+
+def read_regular(path: str, limit: int, *, tail: bool = False, follow: bool = True) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them: a FIFO or a device (``/dev/zero``)
+    is refused before anything is read (opened with O_NONBLOCK, so even the open cannot block), a larger file
+    raises :class:`ValueError` unless ``tail`` (then its last ``limit`` bytes are read). ``follow=False``:
+    a symlink is refused too. Raises OSError (FileNotFoundError when it is gone)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000:  # stat.S_ISREG without importing stat
+            raise NotRegularFile(f"not a regular file: {path}")
+        if st.st_size > limit:
+            if not tail:
+                raise ValueError(f"larger than {limit:,} bytes")
+            os.lseek(fd, st.st_size - limit, os.SEEK_SET)
+        chunks, left = [], limit  # bounded even if the file grows while it is read
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def read_server_json(home: str) -> dict[str, int]:
@@ -384,12 +421,27 @@ def spool(home: "str | os.PathLike[str]", data: bytes, sub: str = "spool", clean
     os.makedirs(d, exist_ok=True)
     name = f"{time.time_ns() // 1_000_000}-{os.urandom(4).hex()}.json"
     tmp = os.path.join(d, f".{name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
     final = os.path.join(d, name)
-    os.replace(tmp, final)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        try:  # a full disk leaves no half-written temp file behind
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # the rename itself on disk: a queued turn survives a power cut, not only a crash
+        dfd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass  # a file system that cannot sync a directory: the file's own fsync is what we have
     return final
 
 
