@@ -9,7 +9,6 @@ and answered ``204``.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -23,17 +22,19 @@ from memcli.hooks.runtime import EVENTS, HookRuntime
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.server.workers import Workers
     from memcli.service import MemoryService
 
 MAX_BODY = 16 * 1024 * 1024
 
 
 def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
-                warm: bool = True) -> list[BaseRoute]:
-    """The hook endpoints. When turns are queued (the server was down), a background thread stores them."""
-    runtime = HookRuntime(get_service, config)
+                warm: bool = True, workers: "Workers | None" = None) -> list[BaseRoute]:
+    """The hook endpoints. When turns are queued (the server was down), a background thread stores them.
+    ``workers``: the server's (its shutdown stops and joins every thread of the hooks' work)."""
+    runtime = HookRuntime(get_service, config, workers)
     if warm and runtime.spool.pending():
-        threading.Thread(target=runtime.warm_up, name="memcli-hooks-spool", daemon=True).start()
+        runtime.workers.start(runtime.warm_up, name="memcli-hooks-spool")
 
     async def hook(request: Request) -> Response:
         event = request.path_params["event"]
@@ -51,8 +52,10 @@ def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
             runtime.log(f"{event}: the request body is not a JSON object")
             return JSONResponse({"ok": False, "error": "the body must be a JSON object", "code": "invalid_input"},
                                 status_code=400)
-        out = await run_in_threadpool(runtime.handle, event, payload)
-        drain = BackgroundTask(run_in_threadpool, runtime._safe_drain) if runtime.spool.pending() else None
+        # both counted as tasks: uvicorn's graceful wait gives up on a request, the server's shutdown does not
+        out = await run_in_threadpool(runtime.workers.run, f"memcli-hooks-{event}", runtime.handle, event, payload)
+        drain = BackgroundTask(run_in_threadpool, runtime.workers.run, "memcli-hooks-spool",
+                               runtime._safe_drain) if runtime.spool.pending() else None
         if event == "Stop":
             return Response(status_code=202, background=drain)
         if out is None:

@@ -67,9 +67,11 @@ class Spool:
         except OSError:
             pass
 
-    def drain(self, process: Callable[[dict[str, Any]], Any], log: Callable[[str], None]) -> int:
+    def drain(self, process: Callable[[dict[str, Any]], Any], log: Callable[[str], None],
+              stop: Callable[[], bool] | None = None) -> int:
         """Process every queued payload in order; returns how many left the queue. One drainer at a time:
-        when another thread is draining, returns 0 at once (it will see the new files)."""
+        when another thread is draining, returns 0 at once (it will see the new files). ``stop``: asked before
+        each payload; True (the server is shutting down) ends the drain there, the rest stays queued."""
         if not self._lock.acquire(blocking=False):
             return 0
         done = 0
@@ -80,6 +82,8 @@ class Spool:
                     break
                 progressed = False
                 for path in batch:
+                    if stop is not None and stop():
+                        return done
                     try:
                         payload = json.loads(path.read_bytes().decode("utf-8"))
                         if not isinstance(payload, dict):

@@ -149,8 +149,9 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
                 yield
                 tg.cancel_scope.cancel()
         finally:
-            # uvicorn has stopped taking requests; let the writes in flight finish, then close the store.
-            await anyio.to_thread.run_sync(holder.close)
+            # uvicorn has stopped taking requests; let the writes in flight and the background threads finish,
+            # then close the store (what could not be joined is ended with the process: memcli.server.run)
+            await anyio.to_thread.run_sync(holder.shutdown)
 
     from starlette.middleware import Middleware
 
@@ -177,4 +178,4 @@ def _hook_routes(holder: ServiceHolder, config: "Config") -> list[BaseRoute]:
         if exc.name not in ("memcli.hooks.routes", "memcli.hooks"):
             raise
         return []
-    return list(hook_routes(holder.get, config))
+    return list(hook_routes(holder.get, config, workers=holder.workers))
