@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -146,6 +147,9 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
                 tg.start_soon(mcp.serve)
                 if idle_timeout and on_idle:
                     tg.start_soon(watch_idle)
+                # the idle countdown starts now: starting up (imports, on a busy machine seconds) is not idling,
+                # and a server that stopped before its first request could be answered helped nobody
+                activity.last = time.monotonic()
                 yield
                 tg.cancel_scope.cancel()
         finally:

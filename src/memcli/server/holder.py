@@ -81,6 +81,7 @@ class ServiceHolder:
         self._closing = threading.Event()  # set when shutdown begins: calls still waiting for the store give up
         self.workers = Workers()  # the background threads of this process's faces, joined at shutdown
         self._shut_down = False
+        self._shutdown_lock = threading.Lock()
         # team mode (memcli.server.team): turns the shared service into the one the current caller may use
         self.scoper: Callable[["MemoryService"], "MemoryService"] | None = None
 
@@ -215,18 +216,22 @@ class ServiceHolder:
     def shutdown(self, timeout: float = SHUTDOWN_WAIT) -> list[str]:
         """Stop: refuse new work, let the writes in flight and the background threads finish (within
         ``timeout`` seconds; an opening within :data:`OPEN_GRACE`), close the service. Returns what is still
-        running then (thread names; calls in flight): the process must not finalize under it. Idempotent."""
+        running then (thread names; calls in flight): the process must not finalize under it. A later call
+        (another thread: it waits for the first to end) waits no more: it only says what is still running."""
         self.begin_close()
         deadline = time.monotonic() + timeout
-        if not self._shut_down:
-            self._shut_down = True
-            # group commits finish their queue, the drainer its current turn, the warm-up its embedding
-            self.workers.join(timeout, skip=(OPEN_THREAD,))
-            self.close(max(0.0, deadline - time.monotonic()))
-        stuck = self.workers.join(min(OPEN_GRACE, max(0.0, deadline - time.monotonic())))
-        if self._busy:
-            stuck.append(f"{self._busy} call(s) in flight")
-        return stuck
+        with self._shutdown_lock:
+            if self._shut_down:
+                stuck = self.workers.running()
+            else:
+                self._shut_down = True
+                # group commits finish their queue, the drainer its current turn, the warm-up its embedding
+                self.workers.join(timeout, skip=(OPEN_THREAD,))
+                self.close(max(0.0, deadline - time.monotonic()))
+                stuck = self.workers.join(min(OPEN_GRACE, max(0.0, deadline - time.monotonic())))
+            if self._busy:
+                stuck.append(f"{self._busy} call(s) in flight")
+            return stuck
 
     def close(self, timeout: float = SHUTDOWN_WAIT) -> None:
         """Wait for calls in flight, then close the service if this holder opened it."""
