@@ -17,6 +17,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +80,11 @@ def assert_turns_kept(home: Path, markers: set[str]) -> tuple[int, int]:
     return len(stored), len(queued)
 
 
-def poll_all(servers: list[Server], *, ready: bool, timeout: float = 90.0) -> None:
+def poll_all(servers: list[Server], until: Callable[[Server, dict[str, Any]], bool], timeout: float = 90.0) -> None:
     """Ask each server's /health (two threads each, so that a request is nearly always in flight: none idles
-    out meanwhile) until it answers (with ``ready``: with its store open); from then on it is asked no more:
-    its idle timeout runs. (A server may still idle out before, when a crowded machine leaves its requests
-    unread for longer than the idle timeout; its exit is checked all the same.)"""
+    out meanwhile) until ``until(server, its answer)``; from then on it is asked no more: its idle timeout
+    runs. (A server may still idle out before, when a crowded machine leaves its requests unread for longer
+    than the idle timeout; its exit is checked all the same.)"""
     done = {id(srv): threading.Event() for srv in servers}
 
     def poll(srv: Server) -> None:
@@ -95,7 +96,7 @@ def poll_all(servers: list[Server], *, ready: bool, timeout: float = 90.0) -> No
             assert time.monotonic() < deadline, f"not up in {timeout:.0f}s:\n{srv.log_text()}"
             try:
                 r = httpx.get(srv.url + "/health", headers=AUTH, timeout=5)
-                if r.status_code == 200 and (r.json().get("ready") or not ready):
+                if r.status_code == 200 and until(srv, r.json()):
                     return up.set()
             except (httpx.HTTPError, ValueError):
                 pass
@@ -130,8 +131,21 @@ def test_idle_exit_while_the_spool_drains(reaper: Reaper, tmp_path: Path) -> Non
     exit in three aborted; six servers.)"""
     homes = [tmp_path / f"h{i}" for i in range(6)]
     turns = {home: queue_turns(home, 100) for home in homes}
-    servers = [start_server(reaper, home, ready=False, args=("--idle-timeout", "2")) for home in homes]
-    poll_all(servers, ready=True)  # each store is open: its drain runs, and its idle countdown starts
+    ready_at: dict[Path, float] = {}
+
+    def draining(srv: Server, health: dict[str, Any]) -> bool:
+        if not health.get("ready"):
+            return False
+        ready_at.setdefault(srv.home, time.monotonic())
+        # the drain has stored a turn (or, on a machine too crowded to open the store within the 20 s a turn
+        # waits for it, has given up until the next hook request: the server stops all the same)
+        return len(list((srv.home / "spool").glob("*.json"))) < 100 or time.monotonic() - ready_at[srv.home] > 10
+
+    servers = []
+    for home in homes:  # one after the other (six stores opening at once take long): the next one starts
+        srv = start_server(reaper, home, ready=False, args=("--idle-timeout", "2"))  # while this one stops
+        servers.append(srv)
+        poll_all([srv], draining)  # then the idle countdown starts, with the drain halfway
     progress = []
     for srv in servers:
         assert_clean_exit(srv, wait_exit(srv), "idle exit during a spool drain")
@@ -194,7 +208,7 @@ def test_exit_while_the_store_is_still_opening(reaper: Reaper, tmp_path: Path) -
     inside LanceDB (creating a new store) when the server stops."""
     servers = [start_server(reaper, tmp_path / f"h{i}", ready=False, args=("--idle-timeout", "1"))
                for i in range(4)]
-    poll_all(servers, ready=False)
+    poll_all(servers, lambda srv, health: True)  # answering; the store may still be opening
     for i, srv in enumerate(servers):
         if i % 2:  # half by SIGTERM, a little later each: the opening is at another step
             time.sleep(0.3)
