@@ -206,16 +206,16 @@ def test_sigterm_during_group_commits_and_a_drain(reaper: Reaper, tmp_path: Path
 
 
 def test_exit_while_the_store_is_still_opening(reaper: Reaper, tmp_path: Path) -> None:
-    """The idle timeout (or a SIGTERM) comes before the store's first opening is done: the opening thread is
+    """The idle timeout (or SIGTERM, SIGINT) comes before the store's first opening is done: the opening thread is
     inside LanceDB (creating a new store) when the server stops."""
     servers = [start_server(reaper, tmp_path / f"h{i}", ready=False, args=("--idle-timeout", "1"))
                for i in range(4)]
     poll_all(servers, lambda srv, health: True)  # answering; the store may still be opening
     for i, srv in enumerate(servers):
-        if i % 2:  # half by SIGTERM, a little later each: the opening is at another step
+        if i % 2:  # half by a signal (SIGTERM, SIGINT), a little later each: the opening is at another step
             time.sleep(0.3)
             if srv.proc.poll() is None:
-                srv.proc.send_signal(signal.SIGTERM)
+                srv.proc.send_signal(signal.SIGTERM if i == 1 else signal.SIGINT)
     early = 0
     for srv in servers:
         assert_clean_exit(srv, wait_exit(srv), "exit while the store opens")
