@@ -139,13 +139,16 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
         server.run()
     except SystemExit:  # uvicorn exits (code 3) when it cannot bind
         if server.started:
+            _remove_server_file(config.home)
+            _end_threads(app.state.holder, forced=True, code=1)
             raise
     finally:
         _remove_server_file(config.home)
-        _end_threads(app.state.holder, forced=server.force_exit, code=0 if server.started else 1)
     if not server.started:
         other = read_server_file(config.home)
         hint = f" (memcli serve pid {other['pid']} is on port {other.get('port')})" if other else ""
         log.error("could not listen on %s:%s%s", host, port, hint)
+        _end_threads(app.state.holder, forced=False, code=1)  # the store was being opened meanwhile
         return 1
+    _end_threads(app.state.holder, forced=server.force_exit, code=0)
     return 0
