@@ -15,9 +15,9 @@ its ``project`` and sends the turn's text (``prompt``, ``last_assistant_message`
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import logging
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ from memcli.hooks.runtime import EVENTS, HookRuntime, NotQueued
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.server.workers import Workers
     from memcli.service import MemoryService
 
 MAX_BODY = 16 * 1024 * 1024
@@ -60,11 +61,12 @@ def not_queued(exc: NotQueued) -> Response:
 
 
 def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
-                warm: bool = True) -> list[BaseRoute]:
-    """The hook endpoints. When turns are queued (the server was down), a background thread stores them."""
-    runtime = HookRuntime(get_service, config)
+                warm: bool = True, workers: "Workers | None" = None) -> list[BaseRoute]:
+    """The hook endpoints. When turns are queued (the server was down), a background thread stores them.
+    ``workers``: the server's (its shutdown stops and joins every thread of the hooks' work)."""
+    runtime = HookRuntime(get_service, config, workers)
     if warm and runtime.spool.pending():
-        threading.Thread(target=runtime.warm_up, name="memcli-hooks-spool", daemon=True).start()
+        runtime.workers.start(runtime.warm_up, name="memcli-hooks-spool")
 
     async def hook(request: Request) -> Response:
         event = request.path_params["event"]
@@ -83,11 +85,14 @@ def hook_routes(get_service: Callable[[], "MemoryService"], config: "Config", *,
             return JSONResponse({"ok": False, "error": "the body must be a JSON object", "code": "invalid_input"},
                                 status_code=400)
         local = from_own_client(request, runtime)
+        # both counted as tasks: uvicorn's graceful wait gives up on a request, the server's shutdown does not
         try:
-            out = await run_in_threadpool(runtime.handle, event, payload, local=local, strict=True)
+            out = await run_in_threadpool(runtime.workers.run, f"memcli-hooks-{event}",
+                                          functools.partial(runtime.handle, local=local, strict=True), event, payload)
         except NotQueued as exc:
             return not_queued(exc)
-        drain = BackgroundTask(run_in_threadpool, runtime._safe_drain) if runtime.spool.pending() else None
+        drain = BackgroundTask(run_in_threadpool, runtime.workers.run, "memcli-hooks-spool",
+                               runtime._safe_drain) if runtime.spool.pending() else None
         if event == "Stop":
             return Response(status_code=202, background=drain)
         if out is None:

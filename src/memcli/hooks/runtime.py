@@ -19,6 +19,7 @@ from memcli.hooks.transport import LOCAL_PATHS, log
 from memcli.hooks.spool import PermanentError, Spool
 from memcli.hooks.state import HookState
 from memcli.redact import clean_payload
+from memcli.server.workers import Workers
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -50,8 +51,11 @@ def space_session(caller: dict[str, Any], session_id: Any) -> str:
 
 
 class HookRuntime:
-    def __init__(self, get_service: Callable[[], "MemoryService"], config: "Config") -> None:
+    def __init__(self, get_service: Callable[[], "MemoryService"], config: "Config",
+                 workers: Workers | None = None) -> None:
         self.get_service = get_service
+        # the process's background work (the server's: its shutdown stops the drainer between turns and joins)
+        self.workers = workers or Workers()
         self.config = config
         self.cfg = config.hooks
         self.home = Path(config.home)
@@ -195,14 +199,12 @@ class HookRuntime:
     def drain(self) -> int:
         if not self.spool.pending():
             return 0
-        return self.spool.drain(self.capture, self.log)
+        return self.spool.drain(self.capture, self.log, stop=self.workers.stopping.is_set)
 
     def drain_in_background(self) -> threading.Thread | None:
-        if not self.spool.pending():
+        if not self.spool.pending() or self.workers.stopping.is_set():
             return None
-        t = threading.Thread(target=self._safe_drain, name="memcli-hooks-spool", daemon=True)
-        t.start()
-        return t
+        return self.workers.start(self._safe_drain, name="memcli-hooks-spool")
 
     def _safe_drain(self) -> None:
         try:
@@ -221,7 +223,7 @@ class HookRuntime:
     def warm_recall_once(self) -> None:
         """After the first SessionStart, run one recall in the background so that the session's first prompt
         does not pay for opening the indexes."""
-        if self._recall_warmed:
+        if self._recall_warmed or self.workers.stopping.is_set():
             return
         self._recall_warmed = True
 
@@ -230,5 +232,4 @@ class HookRuntime:
                 self.get_service().recall("warm up the memcli hooks", top_k=1)
             except Exception:  # noqa: BLE001 - an empty store has nothing to warm
                 pass
-        threading.Thread(target=contextvars.copy_context().run, args=(run,), name="memcli-hooks-warm-recall",
-                         daemon=True).start()
+        self.workers.start(contextvars.copy_context().run, run, name="memcli-hooks-warm-recall")

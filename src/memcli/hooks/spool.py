@@ -106,9 +106,11 @@ class Spool:
             raise PermanentError("not a JSON object")
         return payload
 
-    def drain(self, process: Callable[[dict[str, Any]], Any], log: Callable[[str], None]) -> int:
+    def drain(self, process: Callable[[dict[str, Any]], Any], log: Callable[[str], None],
+              stop: Callable[[], bool] | None = None) -> int:
         """Process every queued payload in order; returns how many left the queue. One drainer at a time:
-        when another thread is draining, returns 0 at once (it will see the new files)."""
+        when another thread is draining, returns 0 at once (it will see the new files). ``stop``: asked before
+        each payload; True (the server is shutting down) ends the drain there, the rest stays queued."""
         if not self._lock.acquire(blocking=False):
             return 0
         done = 0
@@ -121,6 +123,8 @@ class Spool:
                 progressed = False
                 failed_last = False
                 for path in batch:
+                    if stop is not None and stop():
+                        return done
                     key = with_attempts(path, 0).name
                     tried.add(key)
                     n = max(attempts_of(path), self._counted.get(key, 0))

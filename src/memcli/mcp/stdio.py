@@ -168,19 +168,34 @@ def run_stdio(holder: "ServiceHolder") -> None:
     try:
         anyio.run(main)
     finally:
-        holder.close()
+        _end_threads(holder)
+
+
+def _end_threads(holder: "ServiceHolder") -> None:
+    """Stop and join the holder's threads (the store's opening, the warm-up) once the client has gone; one
+    still running (a store that does not answer) ends the process here rather than the interpreter being
+    finalized under it (that aborts the process: memcli.server.workers)."""
+    import sys
+
+    from memcli.server.workers import end_process
+
+    if holder.shutdown():
+        end_process(0 if sys.exc_info()[0] is None else 1)
 
 
 def _exit_on_sigterm(holder: "ServiceHolder") -> None:
-    """SIGTERM: let the tool calls in flight finish (their writes land), close the store, exit 0.
+    """SIGTERM: let the tool calls in flight finish (their writes land), join the threads, close the store,
+    exit 0.
 
     (The session cannot be cancelled in place: stdin is read in a worker thread that only a new line or EOF
     wakes up.)"""
     import signal
 
     def finish() -> None:
-        holder.close(timeout=30)
-        os._exit(0)
+        from memcli.server.workers import end_process
+
+        holder.shutdown()
+        end_process(0)  # logs flushed; the main thread is still reading stdin: no finalization under it
 
     def handler(signum: int, frame: Any) -> None:
         threading.Thread(target=finish, name="memcli-sigterm", daemon=True).start()

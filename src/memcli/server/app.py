@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -146,11 +147,15 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
                 tg.start_soon(mcp.serve)
                 if idle_timeout and on_idle:
                     tg.start_soon(watch_idle)
+                # the idle countdown starts now: starting up (imports, on a busy machine seconds) is not idling,
+                # and a server that stopped before its first request could be answered helped nobody
+                activity.last = time.monotonic()
                 yield
                 tg.cancel_scope.cancel()
         finally:
-            # uvicorn has stopped taking requests; let the writes in flight finish, then close the store.
-            await anyio.to_thread.run_sync(holder.close)
+            # uvicorn has stopped taking requests; let the writes in flight and the background threads finish,
+            # then close the store (what could not be joined is ended with the process: memcli.server.run)
+            await anyio.to_thread.run_sync(holder.shutdown)
 
     from starlette.middleware import Middleware
 
@@ -177,4 +182,4 @@ def _hook_routes(holder: ServiceHolder, config: "Config") -> list[BaseRoute]:
         if exc.name not in ("memcli.hooks.routes", "memcli.hooks"):
             raise
         return []
-    return list(hook_routes(holder.get, config))
+    return list(hook_routes(holder.get, config, workers=holder.workers))

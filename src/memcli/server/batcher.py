@@ -16,7 +16,9 @@ every writer of the batch gets that error at once.
 
 The writes run in a thread of their own (one per busy group), so a caller may be a coroutine (REST:
 :meth:`WriteBatcher.remember`) or a worker thread (an MCP tool: :meth:`WriteBatcher.remember_now`); the
-caller's context (who the caller is, in team mode) goes with the write.
+caller's context (who the caller is, in team mode) goes with the write. Those threads are tasks of the holder's
+:attr:`~memcli.server.holder.ServiceHolder.workers`: once shutdown has begun a new write is refused (503), and
+the shutdown waits until every write already queued has its answer.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from memcli.server.holder import shutting_down
 
 if TYPE_CHECKING:
     from memcli.models import RememberResult
@@ -64,6 +68,10 @@ class WriteBatcher:
         """Queue ``item``; the future holds its RememberResult (or its error) once its commit is done.
         ``caller``: "admin", a space token's :class:`~memcli.spaces.Caller`, or None: the current one."""
         src = source or self.source
+        if self.holder.stopping:  # nothing queued after this: the shutdown waits only for what it has seen
+            refused: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            refused.set_exception(shutting_down())
+            return refused
         if caller is None:
             caller = self.current_caller()
         # a space's writers share a batch; the admin's are apart (even from a space that is named "admin")
@@ -81,8 +89,7 @@ class WriteBatcher:
         if start:
             # the caller's context goes with the writes: in team mode it says which space they go to
             ctx = contextvars.copy_context()
-            threading.Thread(target=ctx.run, args=(self._drain, group), name="memcli-group-commit",
-                             daemon=True).start()
+            self.holder.workers.start(ctx.run, self._drain, group, name="memcli-group-commit")
         return entry.future
 
     async def remember(self, item: "NewMemory", caller: Any, source: str | None = None) -> "RememberResult":

@@ -7,7 +7,13 @@ write in half. Imports nothing heavy by itself.
 A store that cannot be opened (a missing bucket, a read-only disk) never leaves a request waiting: a call
 waits at most :data:`OPEN_WAIT` seconds for the first opening, then answers 503; a failed opening is
 remembered, retried by a later call after :data:`RETRY_AFTER` seconds, and a call waits at most
-:data:`RETRY_WAIT` seconds for that retry before it gets the last error. Shutdown never waits for an opening.
+:data:`RETRY_WAIT` seconds for that retry before it gets the last error. Shutdown waits for an opening only
+:data:`OPEN_GRACE` seconds.
+
+Every thread of the holder's (and of the faces built on it: the group commits, the hooks' spool drainer) is a
+task of :attr:`ServiceHolder.workers`: :meth:`ServiceHolder.shutdown` stops and joins them all, and says which
+ones it could not join in time (the process must then end without finalizing under them: see
+:mod:`memcli.server.workers`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcli.errors import MemcliError, StoreError
+from memcli.server.workers import Workers
 
 if TYPE_CHECKING:
     from memcli.config import Config
@@ -31,6 +38,14 @@ log = logging.getLogger("memcli.server")
 OPEN_WAIT = 20.0  # seconds a call waits for the first opening (a cold start on a busy machine: LanceDB, the model)
 RETRY_WAIT = 2.0  # ... for a new attempt, once one has failed
 RETRY_AFTER = 5.0  # a failed opening is tried again by the first call this long after it failed
+SHUTDOWN_WAIT = 30.0  # seconds a shutdown waits for the writes in flight (a busy store retries its commits)
+OPEN_GRACE = 5.0  # ... for an opening still running (nothing written yet; a store that cannot be reached)
+OPEN_THREAD = "memcli-open-store"
+
+
+def shutting_down() -> StoreError:
+    """The answer (503) to work that arrives once shutdown has begun."""
+    return _unavailable("the server is shutting down")
 
 
 def _unavailable(message: str) -> StoreError:
@@ -64,6 +79,9 @@ class ServiceHolder:
         self._cond = threading.Condition()
         self._closed = False
         self._closing = threading.Event()  # set when shutdown begins: calls still waiting for the store give up
+        self.workers = Workers()  # the background threads of this process's faces, joined at shutdown
+        self._shut_down = False
+        self._shutdown_lock = threading.Lock()
         # team mode (memcli.server.team): turns the shared service into the one the current caller may use
         self.scoper: Callable[["MemoryService"], "MemoryService"] | None = None
 
@@ -121,17 +139,20 @@ class ServiceHolder:
                 self._failure = exc
                 log.warning("could not open the memory store: %s", _message(exc))
             else:
-                if self._closed:  # shut down meanwhile: nobody will use it
+                with self._open_lock:  # close() either sees this service (and closes it) or we see it closed
+                    closed = self._closed
+                    if not closed:
+                        self._service = svc
+                if closed:  # shut down meanwhile: nobody will use it
                     svc.close()
-                    attempt.error = _unavailable("the server is shutting down")
+                    attempt.error = shutting_down()
                 else:
-                    self._service = svc
                     log.info("store %s opened in %.2fs", self.config.data_uri, time.monotonic() - started)
             finally:
                 attempt.ended = time.monotonic()
                 attempt.done.set()
 
-        threading.Thread(target=run, name="memcli-open-store", daemon=True).start()
+        self.workers.start(run, name=OPEN_THREAD)
         return attempt
 
     def warm(self) -> threading.Thread:
@@ -146,9 +167,7 @@ class ServiceHolder:
             except Exception as exc:  # noqa: BLE001 - reported again on the first real call
                 log.warning("the server is not ready: %s", _message(exc))
 
-        t = threading.Thread(target=run, name="memcli-warm", daemon=True)
-        t.start()
-        return t
+        return self.workers.start(run, name="memcli-warm")
 
     @contextmanager
     def use(self) -> Iterator["MemoryService"]:
@@ -182,12 +201,39 @@ class ServiceHolder:
                 self._cond.wait(left)
         return True
 
-    def begin_close(self) -> None:
-        """Shutdown has begun (a signal): calls still waiting for the store to open answer 503 at once, before
-        the server's graceful wait for requests in flight runs out (a cancelled request would get a bare 500)."""
-        self._closing.set()
+    @property
+    def stopping(self) -> bool:
+        """Whether shutdown has begun (new writes are refused)."""
+        return self.workers.stopping.is_set()
 
-    def close(self, timeout: float = 30.0) -> None:
+    def begin_close(self) -> None:
+        """Shutdown has begun (a signal, the idle timeout): calls still waiting for the store to open answer 503
+        at once, before the server's graceful wait for requests in flight runs out (a cancelled request would
+        get a bare 500); new writes are refused, the background threads stop at their next safe point."""
+        self._closing.set()
+        self.workers.stop()
+
+    def shutdown(self, timeout: float = SHUTDOWN_WAIT) -> list[str]:
+        """Stop: refuse new work, let the writes in flight and the background threads finish (within
+        ``timeout`` seconds; an opening within :data:`OPEN_GRACE`), close the service. Returns what is still
+        running then (thread names; calls in flight): the process must not finalize under it. A later call
+        (another thread: it waits for the first to end) waits no more: it only says what is still running."""
+        self.begin_close()
+        deadline = time.monotonic() + timeout
+        with self._shutdown_lock:
+            if self._shut_down:
+                stuck = self.workers.running()
+            else:
+                self._shut_down = True
+                # group commits finish their queue, the drainer its current turn, the warm-up its embedding
+                self.workers.join(timeout, skip=(OPEN_THREAD,))
+                self.close(max(0.0, deadline - time.monotonic()))
+                stuck = self.workers.join(min(OPEN_GRACE, max(0.0, deadline - time.monotonic())))
+            if self._busy:
+                stuck.append(f"{self._busy} call(s) in flight")
+            return stuck
+
+    def close(self, timeout: float = SHUTDOWN_WAIT) -> None:
         """Wait for calls in flight, then close the service if this holder opened it."""
         if self._closed:
             return

@@ -1,19 +1,30 @@
-"""Running ``memcli serve``: uvicorn, the ``<home>/server.json`` discovery file, idle exit, clean SIGTERM."""
+"""Running ``memcli serve``: uvicorn, the ``<home>/server.json`` discovery file, idle exit, clean SIGTERM.
+
+A stop on request (the idle timeout, SIGTERM, SIGINT) exits 0 once the writes in flight are done and the
+server's own threads are joined (:meth:`ServiceHolder.shutdown`); when one of them cannot be joined in time
+(stuck in a store that does not answer), the process ends without finalizing the interpreter under it
+(:func:`memcli.server.workers.end_process`): finalizing under a thread inside native code aborts the process.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcli.home import SERVER_FILE, read_server_file
+from memcli.server.holder import SHUTDOWN_WAIT
+from memcli.server.workers import end_process
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.server.holder import ServiceHolder
 
 log = logging.getLogger("memcli.server")
 MIN_NETWORK_TOKEN = 16  # characters of an admin token that a non-loopback bind accepts
@@ -45,6 +56,16 @@ def _remove_server_file(home: Path) -> None:
             server_file(home).unlink()
         except OSError:
             pass
+
+
+def _end_threads(holder: "ServiceHolder", *, forced: bool, code: int) -> None:
+    """Stop and join the server's threads (done already by the app's shutdown, unless uvicorn skipped it: a
+    second Ctrl-C, a port it could not bind); one still running ends the process here, with ``code``."""
+    stuck = holder.shutdown(timeout=0.0 if forced else SHUTDOWN_WAIT)
+    if stuck:
+        log.warning("exiting with %s still running (not joined in time): the process ends without waiting",
+                    ", ".join(stuck))
+        end_process(code)
 
 
 def serve(config: "Config", *, host: str | None = None, port: int | None = None,
@@ -87,6 +108,16 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
             app.state.holder.begin_close()  # writes waiting for an opening store answer now, not at the cancel
             super().handle_exit(sig, frame)
 
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    # uvicorn raises a caught SIGTERM/SIGINT again once it has shut down: the process would die
+                    # of it (exit -15, a KeyboardInterrupt). A stop asked for and carried out is a success: 0.
+                    getattr(self, "_captured_signals", []).clear()
+
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             # Here, not only in `finally`: uvicorn re-raises a caught SIGTERM once it has shut down.
             _remove_server_file(config.home)
@@ -95,6 +126,7 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
     server: Server
 
     def stop() -> None:
+        app.state.holder.begin_close()
         server.should_exit = True
 
     app = create_app(config, host=host, idle_timeout=idle or None, on_idle=stop, allowed_origins=allowed_origins,
@@ -107,6 +139,8 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
         server.run()
     except SystemExit:  # uvicorn exits (code 3) when it cannot bind
         if server.started:
+            _remove_server_file(config.home)
+            _end_threads(app.state.holder, forced=True, code=1)
             raise
     finally:
         _remove_server_file(config.home)
@@ -114,5 +148,7 @@ def serve(config: "Config", *, host: str | None = None, port: int | None = None,
         other = read_server_file(config.home)
         hint = f" (memcli serve pid {other['pid']} is on port {other.get('port')})" if other else ""
         log.error("could not listen on %s:%s%s", host, port, hint)
+        _end_threads(app.state.holder, forced=False, code=1)  # the store was being opened meanwhile
         return 1
+    _end_threads(app.state.holder, forced=server.force_exit, code=0)
     return 0
