@@ -47,14 +47,14 @@ def load() -> dict[str, Any]:
 
 def open_service(home: Path) -> Any:
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     return MemoryService.open(load_config(home, env={"MEMCLI_EMBEDDER": "local"}))
 
 
 def remember_facts(svc: Any, mems: list[dict[str, Any]]) -> dict[str, str]:
     """The memories, written as agents write them; returns memcli id -> agentfacts id."""
-    from memcli.service import NewMemory
+    from memcli.memory.service import NewMemory
 
     items = [NewMemory(content=m["content"], agent=m["agent"], tags=m.get("tags"), project=m.get("project"),
                        namespace=NS) for m in mems]
@@ -197,7 +197,7 @@ def gate_service(size: int, data: dict[str, Any]) -> tuple[Any, Any, dict[str, s
     """The cached store of ``size`` memories opened as the hook's server opens it: (service, its ``[hooks]``
     settings, memcli id -> agentfacts id)."""
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     home, af_of = gate_store(size, data)
     cfg = load_config(home, env={"MEMCLI_EMBEDDER": "local", "MEMCLI_NAMESPACE": NS})
@@ -208,7 +208,7 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
     """The prompt hook at each store size, as it runs: its candidates (``inject.candidates``: the hook's query,
     recall, relevance) composed into the block (``inject.compose``: full text, then index lines) with the
     configured ``[hooks]`` settings; ``sweep`` also tries other index settings on the same candidates."""
-    from memcli.condense import estimate_tokens
+    from memcli.distill.condense import estimate_tokens
     from memcli.hooks.inject import candidates, compose, score_hits, tiers
 
     data = load()

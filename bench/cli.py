@@ -5,8 +5,16 @@
     python bench/cli.py [ROUNDS]          # default 30
 
 A quicker check than `bench/core.py --cli-runs` (which builds its own store first)."""
-import json, os, shutil, statistics, subprocess, sys, tempfile, time
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
+
 SRC = Path(__file__).resolve().parent / ".cache" / "agentfacts-gate-10000" / "data"
 if not SRC.exists():
     sys.exit(f"no store at {SRC}: run `python bench/agentfacts.py --gate --sizes 10000` once first")

@@ -55,7 +55,7 @@ def worker(mode: str, writer: int, n: int, barrier: Path, url: str) -> None:
     acked: list[list[Any]] = []
     if mode == "lib":
         from memcli.config import load_config
-        from memcli.service import MemoryService
+        from memcli.memory.service import MemoryService
 
         svc = MemoryService.open(load_config())
         svc.embedder.embed_query("warm up")  # loading the model is not a write
@@ -184,7 +184,7 @@ def wait_ready(url: str, proc: subprocess.Popen, token: str) -> None:
 
 def count_check(home: Path, env: dict[str, str], acked: list[list[Any]], expected: set[str]) -> dict[str, int]:
     """Read every row back in a separate process (the writers' embedder, no server)."""
-    code = ("import json; from memcli.config import load_config; from memcli.service import MemoryService; "
+    code = ("import json; from memcli.config import load_config; from memcli.memory.service import MemoryService; "
             "s = MemoryService.open(load_config()); "
             "print(json.dumps(s.store.column_values(None, ['id', 'content']))); s.close()")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

@@ -61,7 +61,7 @@ def pct(xs: list[float], p: float) -> float:
 
 def open_service(home: Path):
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     return MemoryService.open(load_config(home, env={}))
 
@@ -112,8 +112,8 @@ def bench_throughput(texts: list[str], n_batch: int, n_single: int) -> None:
 
 def build_store(home: Path, n: int, texts: list[str], vecs: np.ndarray) -> None:
     """n memories with real vectors (jittered copies beyond the real turns), written through the store."""
+    from memcli.memory.rows import memory_to_row
     from memcli.models import Memory, content_hash, new_id, now_ms
-    from memcli.rows import memory_to_row
 
     svc = open_service(home)
     rng = np.random.default_rng(7)

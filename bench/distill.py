@@ -144,7 +144,8 @@ def main() -> None:
     ap.add_argument("--embedder", default="local", help="local (bundled e5, default) or hash (a quick smoke run)")
     args = ap.parse_args()
     from memcli.config import load_config
-    from memcli.service import MemoryService, NewMemory
+    from memcli.distill.service import DistillService
+    from memcli.memory.service import MemoryService, NewMemory
 
     rng = random.Random(args.seed)
     data, fs, probes = turns(args.turns, rng)
@@ -164,19 +165,19 @@ def main() -> None:
         plan_s = []
         for _ in range(3):
             t = time.perf_counter()
-            plan = svc.distill_plan()
+            plan = DistillService(svc).plan()
             plan_s.append(time.perf_counter() - t)
         counts = plan.counts()
         t = time.perf_counter()
-        res = svc.distill_apply()
+        res = DistillService(svc).apply()
         apply_s = time.perf_counter() - t
         after = len(svc.list(all_namespaces=True, limit=100_000))
         fact_after, detail_after = hit_at5(svc, fs, probes)
         t = time.perf_counter()
-        again = svc.distill_plan()
+        again = DistillService(svc).plan()
         again_s = time.perf_counter() - t
         t = time.perf_counter()
-        svc.distill_undo(res["tag"])
+        DistillService(svc).undo(res["tag"])
         undo_s = time.perf_counter() - t
         restored = len(svc.list(all_namespaces=True, limit=100_000))
         svc.close()

@@ -7,11 +7,11 @@ Data: ``bench/data/distill_pairs.json`` (≥ 300 pairs in English, 简体, 繁�
 meaning, another fact" and every kind of restatement; see its description). Each pair goes into a store of its
 own namespace as two agents' memories; then, as a user would run them:
 
-- ``distill``: ``MemoryService.distill_plan`` over the whole store — a pair is merged when one of its memories
+- ``distill``: ``DistillService.plan`` over the whole store — a pair is merged when one of its memories
   is planned to be superseded by the other;
 - ``check-duplicate``: the first memory stored alone (another namespace), ``check_duplicate(second)`` — a
   "merge" when it answers ``is_duplicate``;
-- ``rules``: the same-fact test alone (``memcli.samefact.same_fact``), without the similarity step.
+- ``rules``: the same-fact test alone (``memcli.facts.samefact.same_fact``), without the similarity step.
 
 Each with no LLM, and with an LLM that distill may ask to confirm a candidate the rules are unsure of — a
 local fake OpenAI-compatible server, twice: one that always answers SAME (the worst model: what the rules'
@@ -94,7 +94,7 @@ def by_class(pairs: list[dict[str, Any]], results: dict[str, dict[str, Any]]) ->
 
 
 def rules(pairs: list[dict[str, Any]]) -> set[str]:
-    from memcli.samefact import same_fact
+    from memcli.facts.samefact import same_fact
 
     return {p["id"] for p in pairs if same_fact(p["a"], p["b"]).same}
 
@@ -119,15 +119,16 @@ def main() -> None:
 
     import os
 
-    from memcli.condense import LlmSettings
     from memcli.config import load_config
-    from memcli.distill import DistillOptions
-    from memcli.service import MemoryService
+    from memcli.distill.condense import LlmSettings
+    from memcli.distill.distiller import DistillOptions
+    from memcli.distill.service import DistillService
+    from memcli.memory.service import MemoryService
 
     os.environ["MEMCLI_EMBEDDER"] = args.embedder
     with tempfile.TemporaryDirectory() as tmp:
         svc = MemoryService.open(load_config(Path(tmp)))
-        from memcli.service import NewMemory
+        from memcli.memory.service import NewMemory
 
         items = []
         for p in pairs:
@@ -140,7 +141,7 @@ def main() -> None:
         ns_of = {f"d-{p['id']}": p["id"] for p in pairs}
 
         def distill_merged(options: DistillOptions) -> set[str]:
-            plan = svc.distill_plan(options)
+            plan = DistillService(svc).plan(options)
             return {ns_of[s.namespace] for s in plan.merge if s.namespace in ns_of}
 
         t0 = time.perf_counter()

@@ -6,7 +6,7 @@ recalls with ``explain`` too).
 
 Loads agentfacts' 186 memories (bench/data/agentfacts.json, 4 language groups) into a fresh store, then for each
 of its 385 questions, in one run: recall without explain, recall with explain (which now names each keyword
-hit's matched words), and :func:`memcli.search.matched_words` alone on the same hits. Prints the medians and the
+hit's matched words), and :func:`memcli.memory.search.matched_words` alone on the same hits. Prints the medians and the
 words' share of a recall with explain. Figures on the shared 2-core machine are noisy: compare within one run.
 """
 
@@ -33,8 +33,8 @@ def main() -> int:
     os.environ["MEMCLI_HOME"] = tempfile.mkdtemp(prefix="memcli-explain-words-")
 
     from memcli.config import load_config
-    from memcli.search import matched_words
-    from memcli.service import MemoryService
+    from memcli.memory.search import matched_words
+    from memcli.memory.service import MemoryService
 
     data = json.loads((ROOT / "bench" / "data" / "agentfacts.json").read_text(encoding="utf-8"))
     svc = MemoryService.open(load_config(Path(os.environ["MEMCLI_HOME"])))

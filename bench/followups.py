@@ -85,7 +85,7 @@ def run(svc: Any, h: Any, text: str) -> tuple[list[Any], tuple[str | None, list[
 
 
 def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
-    from memcli.condense import estimate_tokens
+    from memcli.distill.condense import estimate_tokens
 
     af = load_agentfacts()
     items = load()["items"]

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from locomo import PlainBM25, load as load_locomo  # noqa: E402
+from locomo import PlainBM25  # noqa: E402
+from locomo import load as load_locomo
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -67,7 +68,7 @@ class DataSet:
 
 # ------------------------------------------------------------------------------------------ the data sets
 def locomo_items() -> tuple[list[tuple[Any, str]], list[tuple[str, set[str], str, str]]]:
-    from memcli.service import NewMemory
+    from memcli.memory.service import NewMemory
 
     items, qs = [], []
     for c in load_locomo(SHARED / "locomo10-dev.json"):
@@ -81,7 +82,7 @@ def locomo_items() -> tuple[list[tuple[Any, str]], list[tuple[str, set[str], str
 
 
 def cmrc_items() -> tuple[list[tuple[Any, str]], list[tuple[str, set[str], str, str]]]:
-    from memcli.service import NewMemory
+    from memcli.memory.service import NewMemory
 
     data = json.loads((SHARED / "cmrc2018-trial.json").read_text())
     items, qs = [], []
@@ -96,7 +97,7 @@ def cmrc_items() -> tuple[list[tuple[Any, str]], list[tuple[str, set[str], str, 
 
 
 def agentfacts_items() -> tuple[list[tuple[Any, str]], list[tuple[str, set[str], str, str]]]:
-    from memcli.service import NewMemory
+    from memcli.memory.service import NewMemory
 
     data = json.loads(AGENTFACTS.read_text())
     items = [(NewMemory(content=m["content"], namespace="agentfacts", agent=m["agent"], tags=m.get("tags"),
@@ -119,7 +120,7 @@ def build(name: str, rebuild: bool = False) -> DataSet:
     import hashlib
 
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     metric, loader = SETS[name]
     items, qs = loader()
@@ -161,7 +162,7 @@ def build(name: str, rebuild: bool = False) -> DataSet:
 def features(svc: Any, qs: list[tuple[str, set[str], str, str]]) -> list[Query]:
     import lance
 
-    from memcli.search import build_where
+    from memcli.memory.search import build_where
     from memcli.textnorm import query_text
 
     by_ns: dict[str, tuple[list[str], np.ndarray, PlainBM25, Counter, int]] = {}

@@ -157,7 +157,7 @@ def build_store(home: Path) -> None:
     """Fill ``home`` with N_MEMORIES memories (local embedder, batched through service.import_records)."""
     sys.path.insert(0, str(ROOT / "src"))
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     rng = random.Random(42)
     texts = corpus(rng) + PLANTED
@@ -449,7 +449,7 @@ def measure_gate(home: Path, env: dict[str, str]) -> dict[str, Any]:
     os.environ.update({"MEMCLI_HOME": str(home), "MEMCLI_EMBEDDER": "local"})
     from memcli.config import load_config
     from memcli.hooks.inject import baseline_cosine, prompt_context, score_hits
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     cfg = load_config(home)
     svc = MemoryService.open(cfg)

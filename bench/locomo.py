@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument("--embedder", default="local")
     args = ap.parse_args()
     from memcli.config import load_config
-    from memcli.service import MemoryService, NewMemory
+    from memcli.memory.service import MemoryService, NewMemory
 
     convs = load(args.data)
     home = Path(tempfile.mkdtemp(prefix="memcli-locomo-"))

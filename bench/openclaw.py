@@ -59,7 +59,7 @@ def hash_store() -> Path:
     if marker.exists():
         return home
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)

@@ -62,7 +62,7 @@ def text(i: int, tag: str = "") -> str:
 # ------------------------------------------------------------------------------------------------ latency
 def latency(env: dict[str, str], adds: int, searches: int) -> dict[str, float]:
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     home = Path(tempfile.mkdtemp(prefix="memcli-bench-s3-"))
     cfg = load_config(home, env={**env, "MEMCLI_EMBEDDER": "hash"})
@@ -187,7 +187,7 @@ class Profiler:
 def profile(env: dict[str, str], moto_log: MotoLog, writes: int, group: int, embedder: str) -> dict[str, Any]:
     """``writes`` memories on a fresh s3 prefix, ``group`` at a time through ``remember_many``."""
     from memcli.config import load_config
-    from memcli.service import MemoryService, NewMemory
+    from memcli.memory.service import MemoryService, NewMemory
 
     cfg = load_config(Path(tempfile.mkdtemp(prefix="memcli-bench-s3-")), env={**env, "MEMCLI_EMBEDDER": embedder})
     svc = MemoryService.open(cfg)

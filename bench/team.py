@@ -78,7 +78,7 @@ def main() -> None:
     import httpx
 
     from memcli.errors import MemcliError
-    from memcli.remote import Endpoint, RemoteService
+    from memcli.team.remote import Endpoint, RemoteService
 
     work = Path(tempfile.mkdtemp(prefix="memcli-bench-team-"))
     home = work / "home"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memcli.config import load_config
-from memcli.service import MemoryService
+from memcli.memory.service import MemoryService
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from _memcli_server import MEMCLI, hash_env, start_server
 from test_hooks_e2e import kill_spawned, serve, turns, wait_for
 

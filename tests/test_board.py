@@ -12,11 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from memcli.board import BoardService, board_of, task_ref
+from memcli.board.service import BoardService, board_of, task_ref
 from memcli.config import load_config
-from memcli.errors import ConfigError, ConflictError, NotFoundError, TransitionError, ValidationError, \
-    VersionConflictError
-from memcli.service import MemoryService
+from memcli.errors import (
+    ConfigError,
+    ConflictError,
+    NotFoundError,
+    TransitionError,
+    ValidationError,
+    VersionConflictError,
+)
+from memcli.memory.service import MemoryService
 
 JOBS = """
 agent = "codex"

@@ -17,12 +17,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-from _memcli_server import MEMCLI, hash_env, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from memcli.cli.app import app
 from memcli.config import load_config, save_config
-from memcli.service import MemoryService
-from memcli.rows import memory_to_row
+from memcli.memory.rows import memory_to_row
+from memcli.memory.service import MemoryService
 
 runner = CliRunner()
 

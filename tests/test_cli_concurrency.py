@@ -12,14 +12,14 @@ from typer.testing import CliRunner
 
 from memcli.cli.app import app
 from memcli.config import load_config
-from memcli.service import MemoryService, NewMemory
+from memcli.memory.service import MemoryService, NewMemory
 
 # Each worker opens the store, says it is ready, and waits for the common "go" so that the writes really
 # overlap (imports alone take ~1 s, and longer when four processes start on two cores).
 WORKER = r"""
 import json, os, sys, time
 from memcli.config import load_config
-from memcli.service import MemoryService
+from memcli.memory.service import MemoryService
 
 role, barrier, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 svc = MemoryService.open(load_config())

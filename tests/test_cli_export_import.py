@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from memcli.cli.app import app
 from memcli.config import load_config
-from memcli.service import MemoryService
+from memcli.memory.service import MemoryService
 
 runner = CliRunner()
 

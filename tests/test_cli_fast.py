@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _memcli_server import MEMCLI, ServerProc, start_server
+from test_cli_server_writes import _env, cli
+
 from memcli.cli import fast, lean
 from memcli.proof import verified_mark
-from test_cli_server_writes import _env, cli
 
 pytestmark = pytest.mark.slow
 
@@ -288,7 +288,7 @@ def test_lean_helpers_equal_the_libraries_they_replace(tmp_path: Path) -> None:
 
     assert set(lean.CONFIG_ENV) == set(_ENV_MAP)
     from memcli.models import Memory, RecallHit
-    from memcli.remote import _hit  # noqa: PLC2701
+    from memcli.team.remote import _hit  # noqa: PLC2701
 
     d = {"memory_id": "m1", "content": "c", "scope": "global", "namespace": "default", "importance": 0.5,
          "created_at": 1, "updated_at": 2, "score": 0.123456, "relation": "related", "extra": "dropped"}

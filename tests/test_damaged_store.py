@@ -22,7 +22,7 @@ import pytest
 
 from memcli.config import load_config
 from memcli.errors import DamagedStoreError, StoreError, clean_message, public_message
-from memcli.service import MemoryService, NewMemory
+from memcli.memory.service import MemoryService, NewMemory
 
 FACTS = ["The billing service stores invoices in PostgreSQL 16",
          "Deploys run from the ops-runner host every Tuesday",

@@ -20,20 +20,20 @@ from typing import Any
 
 import httpx
 import pytest
-
-from memcli.condense import LlmSettings
-from memcli.config import load_config
-from memcli.distill import DistillOptions, Distiller
-from memcli.errors import NotFoundError, VersionConflictError
-from memcli.models import short_id
-from memcli.service import MemoryService
-from memcli.setup.schedule import MARKER, apply_schedule
-from memcli.rows import STATUS_COLUMNS
-
 from _memcli_server import ServerProc, start_server
 from test_cli_commands import run
 from test_hooks_e2e import payload, project_dir, run_hook
 from test_mcp_clients import call, http_session
+
+from memcli.config import load_config
+from memcli.distill.condense import LlmSettings
+from memcli.distill.distiller import Distiller, DistillOptions
+from memcli.distill.service import DistillService
+from memcli.errors import NotFoundError, VersionConflictError
+from memcli.memory.rows import STATUS_COLUMNS
+from memcli.memory.service import MemoryService
+from memcli.models import short_id
+from memcli.setup.schedule import MARKER, apply_schedule
 
 BIN = Path(sys.executable).parent
 FACT = ["The billing service uses PostgreSQL 16 for JSONB support.",
@@ -86,7 +86,7 @@ def check_applied(svc: MemoryService, ids: dict[str, str]) -> None:
 def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None:
     ids = seed(service)
     before, version = state(service), service.store.table.version
-    plan = service.distill_plan()
+    plan = DistillService(service).plan()
     data = plan.to_dict()
     assert data["counts"] == {"scanned": 6, "archive": 1, "merge": 1, "supersede": 2, "promote": 2, "conflict": 0}
     step = data["plan"]["merge"][0]
@@ -96,7 +96,7 @@ def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None
     assert data["plan"]["reasons"][ids["c"]] == "held by 2 agents"
     assert state(service) == before and service.store.table.version == version  # the plan changed nothing
 
-    res = service.distill_apply()
+    res = DistillService(service).apply()
     assert res["ok"] and res["tag"].startswith("distill-") and res["counts"] == data["counts"]
     check_applied(service, ids)
     hits = [h.memory.id for h in service.recall("billing service PostgreSQL JSONB", top_k=10)]
@@ -119,27 +119,27 @@ def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None
     assert service.history(ids["expired"])[-1].action == "archive"
 
     # idempotent: a second run plans nothing and tags nothing
-    assert service.distill_plan().empty
-    assert service.distill_apply()["tag"] is None
-    assert [t["tag"] for t in service.distill_tags()] == [res["tag"]]
+    assert DistillService(service).plan().empty
+    assert DistillService(service).apply()["tag"] is None
+    assert [t["tag"] for t in DistillService(service).tags()] == [res["tag"]]
 
-    preview = service.distill_undo(dry_run=True)
+    preview = DistillService(service).undo(dry_run=True)
     assert preview["dry_run"] and preview["changed"] == 5 and facts(service) != {k: v[1:] for k, v in before.items()}
-    undone = service.distill_undo()
+    undone = DistillService(service).undo()
     assert undone["ok"] and undone["restored"] == res["tag"] and undone["changed"] == 5
     assert undone["kept"] == [] and undone["gone"] == []
     assert {c["memory_id"] for c in undone["changes"]} == {ids["a"], ids["b"], ids["c"], ids["important"], ids["expired"]}
     assert facts(service) == {k: v[1:] for k, v in before.items()}
     assert state(service)[ids["a"]][0] == before[ids["a"]][0] + 2  # undone as a new version, never rewound
-    assert service.distill_tags() == []  # an undone run cannot be undone twice
+    assert DistillService(service).tags() == []  # an undone run cannot be undone twice
     assert service.history(ids["a"])[-1].action == "restore"
     with pytest.raises(NotFoundError, match="no distill tag"):
-        service.distill_undo("distill-19990101T000000Z")
+        DistillService(service).undo("distill-19990101T000000Z")
 
 
 def test_later_runs_compare_only_what_changed_and_still_merge_new_copies(service: MemoryService) -> None:
     ids = seed(service)
-    service.distill_apply()
+    DistillService(service).apply()
     d = Distiller(service.store, service.embedder)
     assert d._watermark() is not None  # the next run compares only pairs with a new or changed memory
     late = service.remember("The billing service uses PostgreSQL 16 for JSONB support...", agent="gemini").memory_id
@@ -149,9 +149,9 @@ def test_later_runs_compare_only_what_changed_and_still_merge_new_copies(service
     full = Distiller(service.store, service.embedder, DistillOptions(full=True)).plan()
     assert [(m.keep, m.merge) for m in full.merge] == [(ids["c"], [late])]
     assert Distiller(service.store, service.embedder, DistillOptions(threshold=0.95))._watermark() is None  # another threshold: all pairs
-    service.distill_apply()
+    DistillService(service).apply()
     assert set(service.get(ids["c"]).merged_from) == {ids["a"], ids["b"], late}
-    service.distill_undo()
+    DistillService(service).undo()
     assert d._watermark() is None  # after an undo everything is compared again
 
 
@@ -174,10 +174,10 @@ def test_a_memory_changed_meanwhile_rolls_the_whole_apply_back(service: MemorySe
     with pytest.raises(VersionConflictError, match="nothing was changed"):
         d.apply(plan, archive=meanwhile)
     edited = state(service)
-    assert service.distill_tags() == []  # no distill happened: no tag to undo
+    assert DistillService(service).tags() == []  # no distill happened: no tag to undo
     assert edited[ids["a"]][4] == ("edited",) and {v[1] for v in edited.values()} == {"active"}
     assert state(service) == edited
-    assert service.distill_apply()["ok"]  # a new run merges the edited memory
+    assert DistillService(service).apply()["ok"]  # a new run merges the edited memory
     assert service.get(ids["a"]).status == "superseded"
 
 
@@ -191,14 +191,14 @@ def test_crash_mid_apply_leaves_the_old_or_the_new_state(home: Path, memcli_bin:
     crashed = subprocess.run(cmd, env={**subprocess_env, "MEMCLI_DISTILL_FAULT": "after-tag"}, capture_output=True)
     assert crashed.returncode == 70
     svc = MemoryService.open(load_config(home))
-    assert state(svc) == before and svc.distill_plan().counts()["supersede"] == 2
+    assert state(svc) == before and DistillService(svc).plan().counts()["supersede"] == 2
     svc.close()
     crashed = subprocess.run(cmd, env={**subprocess_env, "MEMCLI_DISTILL_FAULT": "after-commit"}, capture_output=True)
     assert crashed.returncode == 70
     svc = MemoryService.open(load_config(home))
     try:
         check_applied(svc, ids)  # all of it
-        assert svc.distill_plan().empty
+        assert DistillService(svc).plan().empty
     finally:
         svc.close()
     out = subprocess.run([memcli_bin, "distill", "--undo", "--json"], env=subprocess_env, capture_output=True)
@@ -219,7 +219,7 @@ def test_a_store_made_before_statuses_opens_and_works(home: Path) -> None:
         assert set(STATUS_COLUMNS) <= set(svc.store.table.schema.names)
         assert {m.status for m in svc.list(limit=100)} == {"active"} and len(svc.list(limit=100)) == 5
         assert svc.recall("billing PostgreSQL", top_k=3)[0].memory.id in {ids["a"], ids["b"], ids["c"]}
-        assert svc.distill_apply()["counts"]["supersede"] == 2
+        assert DistillService(svc).apply()["counts"]["supersede"] == 2
     finally:
         svc.close()
 
@@ -263,11 +263,11 @@ def test_llm_condensation_within_its_budget(service: MemoryService, fake_llm: st
     ids = seed(service)
     base = fake_llm + "/v1"
     starved = DistillOptions(llm=LlmSettings(provider=provider, base_url=base, token_budget=50))
-    assert service.distill_plan(starved).merge[0].condense  # the plan says so, and costs nothing
+    assert DistillService(service).plan(starved).merge[0].condense  # the plan says so, and costs nothing
     assert FakeLlm.requests == []
     options = DistillOptions(llm=LlmSettings(provider=provider, base_url=base, model="m", api_key="k",
                                              token_budget=5000))
-    res = service.distill_apply(options)
+    res = DistillService(service).apply(options)
     assert res["condensed"] == 1 and len(FakeLlm.requests) == 1
     sent = FakeLlm.requests[0]
     assert sent["path"] == ("/v1/messages" if provider == "anthropic" else "/v1/chat/completions")
@@ -278,9 +278,9 @@ def test_llm_condensation_within_its_budget(service: MemoryService, fake_llm: st
     assert service.recall("condensed", top_k=1)[0].memory.id == ids["c"]  # re-embedded and re-indexed
     assert "condensed by the LLM" in [e for e in service.history(ids["c"]) if e.action == "merge"][0].note
     # a budget too small for the request: no call, extractive
-    service.distill_undo()
+    DistillService(service).undo()
     FakeLlm.requests = []
-    assert service.distill_apply(starved)["condensed"] == 0 and FakeLlm.requests == []
+    assert DistillService(service).apply(starved)["condensed"] == 0 and FakeLlm.requests == []
     assert service.get(ids["c"]).content == FACT[2]
 
 
@@ -295,17 +295,17 @@ def test_an_llm_may_confirm_what_the_rules_are_unsure_of_never_what_they_veto(se
     llm = LlmSettings(provider="openai", base_url=fake_llm + "/v1", token_budget=5000)
     FakeLlm.answer = "DIFFERENT"
     try:
-        plan = service.distill_plan(DistillOptions(threshold=0.01, llm=llm))
+        plan = DistillService(service).plan(DistillOptions(threshold=0.01, llm=llm))
         assert plan.merge == [] and FakeLlm.requests  # asked, and the model did not confirm: no merge
         asked = json.dumps([r["body"] for r in FakeLlm.requests])
         assert "release notes" in asked and "migrations" not in asked  # a vetoed pair is never asked
         assert {tuple(c["ids"]) for c in plan.conflicts} == {(never, always)}
         FakeLlm.answer, FakeLlm.requests = "SAME", []
-        plan = service.distill_plan(DistillOptions(threshold=0.01, llm=llm))
+        plan = DistillService(service).plan(DistillOptions(threshold=0.01, llm=llm))
         assert [(m.keep, m.merge) for m in plan.merge] in ([(owns, [belong])], [(belong, [owns])])
         assert "confirmed by the LLM" in next(iter(plan.merge[0].why.values()))
         assert "migrations" not in json.dumps([r["body"] for r in FakeLlm.requests])
-        assert service.distill_plan(DistillOptions(threshold=0.01)).merge == []  # no LLM: the rules alone
+        assert DistillService(service).plan(DistillOptions(threshold=0.01)).merge == []  # no LLM: the rules alone
     finally:
         FakeLlm.answer = "Billing runs on PostgreSQL 16 (chosen for JSONB) — condensed"
 
@@ -541,18 +541,18 @@ def test_schedule_on_macos_writes_a_launchd_agent(home: Path, tmp_path: Path, mo
 # ------------------------------------------------------------------------------------------ trust (issue 16)
 def test_undo_reverses_only_the_run_and_keeps_every_later_write(service: MemoryService) -> None:
     ids = seed(service)
-    applied = service.distill_apply()
+    applied = DistillService(service).apply()
     # after the run: a new memory in another namespace, one in this one, and an edit of a memory the run merged
     other_ns = service.remember("the staging VPN profile is in 1Password", namespace="team-b").memory_id
     here = service.remember("the on-call rota is in the wiki").memory_id
     service.update(ids["c"], content="The billing service uses PostgreSQL 16 (JSONB, partitioning).",
                    tags=["db", "postgres"])  # tags: a field the run changed too (the union of the cluster's)
     edited_version = service.get(ids["c"]).version
-    preview = service.distill_undo(dry_run=True)
+    preview = DistillService(service).undo(dry_run=True)
     assert preview["dry_run"] and preview["kept"] == [{"memory_id": ids["c"], "fields": ["tags"],
                                                         "version": edited_version}]
     assert service.get(ids["a"]).status == "superseded"  # a dry run changes nothing
-    undone = service.distill_undo()
+    undone = DistillService(service).undo()
     assert undone["restored"] == applied["tag"] and undone["gone"] == []
     # every later write is there, the edited memory at its later content and version + 1 (its tags, scope and
     # merged_from back as they were)
@@ -575,13 +575,13 @@ def test_a_contradiction_is_a_conflict_not_a_merge_and_recall_returns_both(real_
     new = svc.remember("Never run database migrations during business hours", agent="claude-code").memory_id
     svc.remember("the request timeout is 30 seconds", agent="codex")
     svc.remember("the request timeout is 30 minutes", agent="claude-code")
-    plan = svc.distill_plan().to_dict()
+    plan = DistillService(svc).plan().to_dict()
     assert plan["counts"]["merge"] == 0 and plan["counts"]["promote"] == 0
     conflict = next(c for c in plan["plan"]["conflicts"] if old in c["ids"])
     assert conflict["ids"] == [new, old] and conflict["authors"] == ["agent:claude-code", "agent:codex"]
     assert plan["counts"]["conflict"] == 2
-    svc.distill_apply()
+    DistillService(svc).apply()
     hits = {h.memory.id for h in svc.recall("can we run database migrations during business hours", top_k=5)}
     assert {old, new} <= hits and svc.get(old).status == svc.get(new).status == "active"
-    why = svc.distill_explain(old, new)
+    why = DistillService(svc).explain(old, new)
     assert why["would_merge"] is False and why["relation"] == "conflict" and "negation" in why["explanation"]

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from memcli.search import SearchOptions, coverage, relevance
-from memcli.service import MemoryService
-from memcli.textnorm import FTS_PARAMS, FTS_STOP_WORDS, STOP_WORDS, query_text, script_of
+from memcli.memory.search import SearchOptions, coverage, relevance
+from memcli.memory.service import MemoryService
+from memcli.textnorm import (
+    FTS_PARAMS,
+    FTS_STOP_WORDS,
+    STOP_WORDS,
+    query_text,
+    script_of,
+)
 
 OPTS = SearchOptions()
 
@@ -138,7 +144,7 @@ def test_a_chinese_questions_english_answer_ranks_higher_with_the_lift(real_serv
     """The bundled e5 scores two Chinese texts higher than a Chinese question and its English answer: here an
     unrelated Chinese note about a database pool (0.857) outranks the English note that answers (0.838).
     The prompt hook lifts memories in the other script by 0.02 ([hooks] other_script_lift); recall does not."""
-    from memcli.service import NewMemory
+    from memcli.memory.service import NewMemory
 
     answer = ("Karpenter disruption settings: both NodePools consolidate WhenEmptyOrUnderutilized, with a "
               "disruption budget of 0 nodes Mon-Fri 08:00-19:00 Berlin, so nodes are only reclaimed at night and "

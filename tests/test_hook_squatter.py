@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from memcli.home import load_or_create_auth
-
 from _memcli_server import MEMCLI
 from test_hooks_e2e import kill_spawned, serve, turns, wait_for
 from test_openclaw_plugin import node_binary
+
+from memcli.home import load_or_create_auth
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

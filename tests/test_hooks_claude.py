@@ -122,7 +122,7 @@ def test_real_claude_code_runs_the_plugin(tmp_path: Path, messages_api: str) -> 
         assert first.returncode == 0 and REPLY in first.stdout, first.stderr
         # the Stop hook (async) captured the turn, through the server it started on first use
         from memcli.config import load_config
-        from memcli.service import MemoryService
+        from memcli.memory.service import MemoryService
 
         deadline = time.monotonic() + 90
         turns: list[Any] = []

@@ -19,14 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
+from _memcli_server import auth_headers
+from test_hooks_units import SECRETS, _secret_text, transcript_records
 
 from memcli.config import load_config
 from memcli.home import load_or_create_auth
 from memcli.hooks import client
-from memcli.service import MemoryService
-
-from _memcli_server import auth_headers
-from test_hooks_units import SECRETS, _secret_text, transcript_records
+from memcli.memory.service import MemoryService
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -209,7 +208,7 @@ def test_session_start_digest_ranks_this_project_first(seeded: tuple[Served, Pat
 
 def test_session_start_budget_is_respected(home: Path, tmp_path: Path) -> None:
     svc = MemoryService.open(load_config(home))
-    svc.remember_many([__import__("memcli.service", fromlist=["NewMemory"]).NewMemory(
+    svc.remember_many([__import__("memcli.memory.service", fromlist=["NewMemory"]).NewMemory(
         content=f"long memory {i} " + "word " * 300, project="alpha") for i in range(40)])
     svc.close()
     (home / "config.toml").write_text("[hooks]\nsession_start_budget = 2500\n")

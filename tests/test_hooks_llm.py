@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-import subprocess
-import sys
-import time
+from test_hooks_e2e import kill_spawned, serve
+from test_hooks_units import SECRETS, _secret_text
 
 from memcli.config import load_config
 from memcli.hooks import llm
 from memcli.hooks.capture import capture_turn
 from memcli.hooks.state import HookState
-from memcli.service import MemoryService
-
-from test_hooks_e2e import kill_spawned, serve
-from test_hooks_units import SECRETS, _secret_text
+from memcli.memory.service import MemoryService
 
 ROOT = Path(__file__).resolve().parents[1]
 

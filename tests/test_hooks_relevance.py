@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memcli.hooks.inject import prompt_context
-from memcli.service import MemoryService, NewMemory
+from memcli.memory.service import MemoryService, NewMemory
 
 _spec = importlib.util.spec_from_file_location(
     "memcli_bench_hooks", Path(__file__).resolve().parents[1] / "bench" / "hooks.py")

@@ -7,11 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_hooks_e2e import (
+    kill_spawned,
+    payload,
+    project_dir,
+    run_hook,
+    serve,
+    turns,
+    wait_for,
+)
 
 from memcli.config import load_config
-from memcli.service import MemoryService
-
-from test_hooks_e2e import kill_spawned, payload, project_dir, run_hook, serve, turns, wait_for
+from memcli.memory.service import MemoryService
 
 pytestmark = pytest.mark.slow
 

@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_hooks_e2e import Served, kill_spawned, serve
 
 from memcli.config import load_config
 from memcli.hooks.capture import turn_key
+from memcli.memory.service import MemoryService
 from memcli.redact import redact
-from memcli.service import MemoryService
-
-from test_hooks_e2e import Served, kill_spawned, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))

@@ -11,14 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_mcp_clients import call, stdio_session
 
-from memcli.condense import estimate_tokens
+from memcli.distill.condense import estimate_tokens
 from memcli.hooks.inject import compose, prompt_context
 from memcli.hooks.query import hook_query
 from memcli.hooks.render import INDEX_TITLE
-from memcli.service import MemoryService, NewMemory
-
-from test_mcp_clients import call, stdio_session
+from memcli.memory.service import MemoryService, NewMemory
 
 FACTS = [
     "The billing service stores invoices in PostgreSQL 16; the primary listens on port 5433.",

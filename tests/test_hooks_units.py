@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memcli.hooks import client, transport
-from memcli.redact import redact
 from memcli.hooks.summarize import extractive
 from memcli.hooks.text import is_trivial, last_turn, strip_injected
+from memcli.redact import redact
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -383,7 +383,7 @@ def test_make_embedder_openai(api: FakeAPI) -> None:
 def test_service_remember_and_recall_with_openai_embedder(api: FakeAPI, tmp_path: Any) -> None:
     """End to end: config (env) -> make_embedder -> the probed identity opens the store -> remember/recall."""
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     env = {"MEMCLI_EMBEDDER": "openai", "MEMCLI_EMBED_BASE_URL": api.url, "MEMCLI_EMBED_MODEL": "test-embed",
            "MEMCLI_EMBED_API_KEY": API_KEY}

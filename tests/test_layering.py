@@ -25,8 +25,9 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_core_files_exist() -> None:
-    names = {p.name for p in _core_files()}
-    assert {"service.py", "store.py", "models.py", "config.py", "errors.py", "search.py"} <= names
+    names = {str(p.relative_to(PKG)) for p in _core_files()}
+    assert {"memory/service.py", "memory/store.py", "models.py", "config.py", "errors.py", "memory/search.py",
+            "distill/service.py", "board/service.py", "team/spaces.py"} <= names
 
 
 def test_core_never_imports_a_face() -> None:
@@ -145,3 +146,74 @@ def test_no_private_name_is_imported_from_another_module() -> None:
     offenders = [f"{m} imports {name} from {mod}" for m in MODULES for mod, name in _edges(m)[1]
                  if name.startswith("_") and not name.startswith("__")]
     assert not offenders, offenders
+
+
+# ------------------------------------------------------------------------------------------ the house's order
+# Which package may import which (docs/architecture.md): each layer may import the layers before it, never one
+# after it, and packages of one layer do not import each other. "top" is the shared modules directly under
+# memcli/ (config, errors, models, …); the faces (the last layer) may import anything below and each other.
+LAYERS: list[set[str]] = [
+    {"top"},
+    {"embedders", "facts"},
+    {"memory"},
+    {"distill"},
+    {"board", "team"},
+    set(FACES),
+]
+MAX_TOP_MODULES = 12
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PKG / parts[1]).is_dir()) else "top"
+
+
+def _layer(package: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if package in layer)
+
+
+def _order_offenders(modules: dict[str, Path]) -> list[str]:
+    out = []
+    for name in modules:
+        mine = _package(name)
+        for dep in _edges(name)[0]:
+            theirs = _package(dep)
+            if theirs == mine or mine in FACES:
+                continue
+            if _layer(theirs) >= _layer(mine):
+                out.append(f"{name} ({mine}) imports {dep} ({theirs})")
+    return sorted(out)
+
+
+def test_every_package_has_a_layer_and_says_what_it_holds() -> None:
+    packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages <= set().union(*LAYERS), packages - set().union(*LAYERS)
+    for name in packages - set(FACES):
+        doc = ast.get_docstring(ast.parse((PKG / name / "__init__.py").read_text(encoding="utf-8"))) or ""
+        assert "May import" in doc, f"memcli/{name}/__init__.py should say what it holds and what it may import"
+
+
+def test_packages_import_one_way() -> None:
+    assert _order_offenders(MODULES) == []
+
+
+def test_the_order_check_finds_an_import_back_up(tmp_path: Path) -> None:
+    """The check above can fail: the memory core importing consolidation is found."""
+    saved = dict(MODULES)
+    try:
+        for d in ("memory", "distill"):
+            (tmp_path / "memcli" / d).mkdir(parents=True)
+        (tmp_path / "memcli" / "memory" / "service.py").write_text("def f():\n    from memcli.distill.x import y\n")
+        (tmp_path / "memcli" / "distill" / "x.py").write_text("from memcli.memory.service import f\n")
+        MODULES.clear()
+        MODULES.update({"memcli.memory.service": tmp_path / "memcli" / "memory" / "service.py",
+                        "memcli.distill.x": tmp_path / "memcli" / "distill" / "x.py"})
+        assert _order_offenders(MODULES) == ["memcli.memory.service (memory) imports memcli.distill.x (distill)"]
+    finally:
+        MODULES.clear()
+        MODULES.update(saved)
+
+
+def test_the_top_of_the_package_stays_small() -> None:
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, top

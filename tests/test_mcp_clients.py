@@ -13,12 +13,11 @@ from typing import Any
 
 import anyio
 import pytest
+from _memcli_server import start_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-from _memcli_server import start_server
 
 pytestmark = pytest.mark.slow
 
@@ -175,7 +174,7 @@ def test_stdio_stdout_carries_only_json_rpc(memcli_bin: str, subprocess_env: dic
 
 def _service_rows(home: Path) -> list[Any]:
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     svc = MemoryService.open(load_config(home))
     try:

@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-
 from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
 from test_cli_server_writes import _env, _foreign, cli, ok
 from test_mcp_clients import call, error, stdio_session
@@ -204,7 +203,7 @@ def test_an_ambiguous_part_names_only_the_callers_namespace(tmp_path: Path) -> N
     memory, and the ambiguous-id error of the other names only its own ids."""
     from memcli.config import load_config
     from memcli.errors import AmbiguousIdError
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     svc = MemoryService.open(load_config(tmp_path / "home", namespace="project-y"))
     try:

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _fake_openai import FakeOpenAI, Reply, ToolCall, system_text, text_of
 from _memcli_server import MEMCLI, ServerProc, free_port
 from _openclaw import OpenClaw, Unavailable, agent_config, install

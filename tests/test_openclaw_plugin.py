@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _memcli_server import MEMCLI, ServerProc, base_env, free_port, start_server
+
 from memcli import redact as py_redact
 from memcli.proof import server_proof, verified_mark
 

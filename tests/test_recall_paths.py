@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 
 from memcli.config import load_config
+from memcli.memory.service import MemoryService, NewMemory
 from memcli.models import now_ms
-from memcli.service import MemoryService, NewMemory
 
 
 def _open(home: Path) -> MemoryService:

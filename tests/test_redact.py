@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from memcli.redact import (clean_payload, clean_payload_bytes, contains_secret, looks_random, redact, redact_fields,
-                           redact_label, redact_metadata)
+from memcli.redact import (
+    clean_payload,
+    clean_payload_bytes,
+    contains_secret,
+    looks_random,
+    redact,
+    redact_fields,
+    redact_label,
+    redact_metadata,
+)
 from memcli.textnorm import search_text
 
 CASES = json.loads((Path(__file__).resolve().parents[1] / "bench" / "data" / "redact_cases.json").read_text())

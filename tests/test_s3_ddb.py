@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from _memcli_server import MEMCLI, hash_env, start_server
 from _moto import KEY_ID, REGION, SECRET, MotoServer, moto_missing, s3_env
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from _memcli_server import MEMCLI, free_port, ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, free_port, start_server
 from _moto import MotoServer, StripIfNoneMatchProxy, moto_missing, s3_env
+
 from memcli.config import load_config
 from memcli.errors import ConfigError
-from memcli.service import MemoryService
+from memcli.memory.service import MemoryService
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def test_probe_without_a_key_pair() -> None:
     """Credentials from a profile or an instance role cannot sign the probe: AWS itself is trusted (it honours
     conditional PUT) and says so; an S3-compatible endpoint is refused with what to do."""
     from memcli.errors import StoreError
-    from memcli.objectstore import check_conditional_put
+    from memcli.memory.objectstore import check_conditional_put
 
     assert "not probed" in check_conditional_put("s3://bucket/p", {"aws_region": "eu-west-1"})
     with pytest.raises(StoreError, match="--single-writer"):
@@ -89,7 +89,7 @@ def test_probe_signature_matches_botocore() -> None:
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
-    from memcli.objectstore import S3Client
+    from memcli.memory.objectstore import S3Client
 
     now = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc)
     client = S3Client({"aws_access_key_id": "AKID", "aws_secret_access_key": "SECRET", "aws_session_token": "TOK",
@@ -303,7 +303,13 @@ def test_compaction_lease_is_one_at_a_time_across_processes(moto: MotoServer) ->
     lease left by a dead compactor is taken over once stale."""
     import json
 
-    from memcli.objectstore import LEASE_KEY, LEASE_STALE_SECONDS, CompactionLease, S3Client, S3Location
+    from memcli.memory.objectstore import (
+        LEASE_KEY,
+        LEASE_STALE_SECONDS,
+        CompactionLease,
+        S3Client,
+        S3Location,
+    )
 
     uri = _uri()
     opts = load_config(Path("/nonexistent"), env=s3_env(moto.endpoint, uri)).storage_options
@@ -325,7 +331,13 @@ def test_write_leases_wait_for_a_live_holder_and_take_over_a_dead_ones(moto: Mot
     that content's writes only until it is stale, never forever."""
     import json
 
-    from memcli.objectstore import DEDUP_DIR, DEDUP_STALE_SECONDS, DedupLeases, S3Client, S3Location
+    from memcli.memory.objectstore import (
+        DEDUP_DIR,
+        DEDUP_STALE_SECONDS,
+        DedupLeases,
+        S3Client,
+        S3Location,
+    )
 
     uri = _uri()
     opts = load_config(Path("/nonexistent"), env=s3_env(moto.endpoint, uri)).storage_options

@@ -1,4 +1,4 @@
-"""The same-fact test (memcli.samefact) that distill merges by and check-duplicate reports by: every class of
+"""The same-fact test (memcli.facts.samefact) that distill merges by and check-duplicate reports by: every class of
 "close in meaning, a different fact" is vetoed, restatements are recognised, and through the real service
 (bundled embedder) check-duplicate and remember say conflicting/related instead of duplicate."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from memcli.samefact import CONFLICT, RELATED, compare, explain, same_fact
-from memcli.service import MemoryService
+from memcli.facts.samefact import CONFLICT, RELATED, compare, explain, same_fact
+from memcli.memory.service import MemoryService
 
 # The six pairs a new user saw merged and promoted (issue 16), then one of each class.
 REPORTED = [

@@ -4,8 +4,8 @@ wrote them, without changing any score. On a real LanceDB store (hash embedder: 
 
 from __future__ import annotations
 
-from memcli.search import matched_words
-from memcli.service import MemoryService
+from memcli.memory.search import matched_words
+from memcli.memory.service import MemoryService
 
 FACTS = [
     "Error E4021 from the ingress means the TLS certificate of the tenant expired; cert-manager renews it.",

@@ -21,7 +21,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-
 from _memcli_server import MEMCLI, hash_env, start_server
 from test_secrets_everywhere import exported, stdio_mcp, tool, tree_bytes
 

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _memcli_server import MEMCLI, ServerProc, free_port, hash_env, start_server
 from typer.testing import CliRunner
 
 from memcli.home import exposed, load_or_create_auth, read_auth
-
-from _memcli_server import MEMCLI, free_port, hash_env, ServerProc, start_server
 
 SECRET_CONTENT = "PRIVATE-NOTE-9931: the staging database password rotates on Mondays"
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from _memcli_server import MEMCLI, hash_env, ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -273,7 +272,7 @@ def test_sigterm_during_writes_loses_nothing_acknowledged(tmp_path: Path) -> Non
     assert not (srv.home / "server.json").exists()
 
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     svc = MemoryService.open(load_config(srv.home, env={"MEMCLI_EMBEDDER": "hash"}))
     try:

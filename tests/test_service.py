@@ -9,10 +9,15 @@ from typing import Any
 import pytest
 
 from memcli.config import load_config
+from memcli.distill.service import DistillService
 from memcli.errors import (
-    AmbiguousIdError, EmbedderMismatchError, NotFoundError, ValidationError, VersionConflictError,
+    AmbiguousIdError,
+    EmbedderMismatchError,
+    NotFoundError,
+    ValidationError,
+    VersionConflictError,
 )
-from memcli.service import MemoryService, NewMemory
+from memcli.memory.service import MemoryService, NewMemory
 
 
 def test_remember_then_get_roundtrips_every_field(service: MemoryService) -> None:
@@ -119,7 +124,7 @@ def test_a_writer_stuck_holding_the_write_lock_delays_a_remember_but_never_hangs
     import subprocess
     import sys
 
-    import memcli.writelock as writelock
+    import memcli.memory.writelock as writelock
     from memcli.errors import StoreError
 
     svc = MemoryService.open(load_config(home))
@@ -271,7 +276,7 @@ def test_expired_memories_are_hidden_unless_asked(service: MemoryService) -> Non
     assert service.recall("short lived fact") == []
     assert service.list() == []
     assert [h.memory.id for h in service.recall("short lived fact", include_expired=True)] == [mid]
-    assert service.distill_apply()["counts"]["archive"] == 1
+    assert DistillService(service).apply()["counts"]["archive"] == 1
     assert service.store.count() == 1 and service.get(mid).status == "archived"
     assert service.recall("short lived fact", include_expired=True) == []
     assert [h.memory.id for h in service.recall("short lived fact", include_expired=True,

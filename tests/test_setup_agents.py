@@ -13,8 +13,8 @@ import pytest
 
 from memcli.setup.agents import AGENTS, Machine
 from memcli.setup.core import SetupOptions, apply_plan, plan_install, plan_uninstall
-from memcli.setup.snippets import snippets
 from memcli.setup.edits import tomllib
+from memcli.setup.snippets import snippets
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMCLI = str(Path(sys.executable).parent / "memcli")

@@ -11,7 +11,7 @@ import pytest
 
 from memcli.config import load_config
 from memcli.hooks.runtime import HookRuntime
-from memcli.service import MemoryService
+from memcli.memory.service import MemoryService
 from memcli.setup import openclaw as oc
 from memcli.setup.agents import Machine
 from memcli.setup.core import SetupOptions, plan_install

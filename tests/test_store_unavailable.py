@@ -16,12 +16,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
+from _moto import MotoServer, moto_missing, s3_env
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
-from _moto import MotoServer, moto_missing, s3_env
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-
-from _memcli_server import MEMCLI, free_port, hash_env, ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, free_port, hash_env, start_server
 
 pytestmark = pytest.mark.slow
 

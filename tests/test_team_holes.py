@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from _memcli_server import MEMCLI, ServerProc, free_port, hash_env, start_server
 
 pytestmark = pytest.mark.slow

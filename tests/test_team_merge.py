@@ -22,7 +22,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from _memcli_server import MEMCLI, ServerProc, start_server
 
 pytestmark = pytest.mark.slow
@@ -246,7 +245,7 @@ def test_an_older_spaces_table_gains_the_setting_as_refuse(tmp_path: Path) -> No
     import lancedb
     import pyarrow as pa
 
-    from memcli.spaces import SPACES_TABLE, SpaceRegistry
+    from memcli.team.spaces import SPACES_TABLE, SpaceRegistry
 
     old = pa.schema([pa.field("kind", pa.string(), nullable=False), pa.field("space", pa.string(), nullable=False),
                      pa.field("agent", pa.string()), pa.field("token_id", pa.string()),

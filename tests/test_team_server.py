@@ -21,8 +21,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-
-from _memcli_server import MEMCLI, free_port, ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, free_port, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -328,7 +327,7 @@ def test_the_same_space_created_at_once_by_several_admins_exists_once(tmp_path: 
     import lancedb
 
     from memcli.errors import ValidationError
-    from memcli.spaces import SpaceRegistry
+    from memcli.team.spaces import SpaceRegistry
 
     def connect() -> Any:  # as the store connects: every read sees the latest commit
         return lancedb.connect(tmp_path / "db", read_consistency_interval=timedelta(0))

@@ -13,12 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_hooks_e2e import (
+    Served,
+    free_port,
+    kill_spawned,
+    payload,
+    project_dir,
+    run_hook,
+    serve,
+    wait_for,
+)
 
 from memcli.config import load_config
 from memcli.hooks.state import HookState
-from memcli.service import MemoryService
-
-from test_hooks_e2e import Served, free_port, kill_spawned, payload, project_dir, run_hook, serve, wait_for
+from memcli.memory.service import MemoryService
 
 pytestmark = pytest.mark.slow
 

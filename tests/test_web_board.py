@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _web_checks as wc
 import httpx
 import pytest
-
-import _web_checks as wc
 from _memcli_server import MEMCLI, ServerProc, hash_env, start_server
 
 pytestmark = pytest.mark.slow

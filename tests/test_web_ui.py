@@ -17,11 +17,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import _web_checks as wc
 import httpx
 import pytest
-
-import _web_checks as wc
-from _memcli_server import MEMCLI, free_port, hash_env, ServerProc, start_server
+from _memcli_server import MEMCLI, ServerProc, free_port, hash_env, start_server
 
 pytestmark = pytest.mark.slow
 

@@ -12,10 +12,10 @@ import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from memcli.errors import ConfigError
 from memcli.models import DEFAULT_NAMESPACE, validate_namespace
-
 
 CONFIG_FILE = "config.toml"
 
@@ -89,7 +89,7 @@ class ServerConfig:
     ip_rate_burst: int = 400
     # on object storage: skip the conditional-PUT check, knowingly running one writer (see objectstore.py)
     single_writer: bool = False
-    # team spaces with conflict = "llm-merge" (memcli.conflict): the [hooks] llm_* endpoint may take this long
+    # team spaces with conflict = "llm-merge" (memcli.team.conflict): the [hooks] llm_* endpoint may take this long
     # and spend at most this many tokens (prompt + answer) on one stale update; else the update is refused (412)
     merge_timeout: float = 15.0
     merge_token_budget: int = 4_000
@@ -124,7 +124,7 @@ class JobConfig:
 
 @dataclass
 class DistillConfig:
-    """`memcli distill` (memcli.distill): merge threshold, promotion, optional LLM condensation (it uses the
+    """`memcli distill` (memcli.distill.distiller): merge threshold, promotion, optional LLM condensation (it uses the
     [hooks] llm_provider/llm_base_url/llm_model/llm_api_key endpoint)."""
 
     threshold: float = 0.80  # calibrated similarity from which a pair is a candidate (the same-fact test decides)
@@ -261,8 +261,6 @@ def load_config(
     except Exception as exc:
         raise ConfigError(str(exc)) from None
     if cfg.storage_uri:
-        from memcli.objectstore import storage_options_from_env, validate_store_uri
-
         cfg.storage_uri = validate_store_uri(cfg.storage_uri) or None
         if cfg.storage_uri and "://" in cfg.storage_uri:
             cfg.storage_options = storage_options_from_env(cfg.storage_uri, env)
@@ -355,3 +353,49 @@ def save_config(home: Path, values: Mapping[str, Any]) -> Path:
         fh.write("\n".join(lines).lstrip("\n") + "\n")
     os.chmod(path, PRIVATE_FILE)
     return path
+
+
+# ------------------------------------------------------------------------------------- the store's URI and options
+REMOTE_SCHEMES = ("s3", "s3+ddb", "gs", "az")  # object storage (memcli.memory.objectstore); else a local path
+
+
+def is_remote(uri: str) -> bool:
+    return "://" in uri
+
+
+def validate_store_uri(uri: str) -> str:
+    """A local path, ``file://`` path (returned as a path) or ``s3://bucket[/prefix]`` (also s3+ddb, gs, az)."""
+    uri = uri.strip()
+    if not is_remote(uri):
+        return uri
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        return parts.path
+    if scheme not in REMOTE_SCHEMES:
+        raise ConfigError(f"store URI {uri!r}: use a local path or s3://bucket/prefix "
+                          f"({', '.join(s + '://' for s in REMOTE_SCHEMES)} are supported)")
+    if not parts.netloc:
+        raise ConfigError(f"store URI {uri!r} names no bucket: use {scheme}://BUCKET/PREFIX")
+    return uri.rstrip("/")
+
+
+def storage_options_from_env(uri: str, env: Mapping[str, str]) -> dict[str, str]:
+    """Lance storage options for an s3:// URI from the usual AWS variables. Variables left unset are left
+    to lance's own credential chain (profiles, instance roles)."""
+    if not uri.lower().startswith("s3"):
+        return {}
+    opts: dict[str, str] = {}
+    for var, key in (("AWS_ACCESS_KEY_ID", "aws_access_key_id"), ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+                     ("AWS_SESSION_TOKEN", "aws_session_token")):
+        if env.get(var):
+            opts[key] = env[var]
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        opts["aws_region"] = region
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT")
+    if endpoint:
+        opts["aws_endpoint"] = endpoint.rstrip("/")
+        if endpoint.lower().startswith("http://"):
+            opts["allow_http"] = "true"  # a local MinIO/moto: lance refuses plain HTTP unless told
+    return opts

@@ -1,6 +1,6 @@
 """Secrets never reach the store: redact keys, tokens, passwords, private keys and ``<private>`` blocks.
 
-The core applies it on every write path (:class:`memcli.service.MemoryService`: remember, batches, the key's
+The core applies it on every write path (:class:`memcli.memory.service.MemoryService`: remember, batches, the key's
 upsert, update, import — so the CLI, REST, MCP, sync and the hooks all get it) to every stored string field
 (:func:`redact_fields`: content and context as text; tags, key, project and thread as labels; metadata keys
 as labels and values as text), so the audit log's diffs hold no secret either, unless a call opts out

@@ -239,7 +239,7 @@ def hook_timeouts() -> dict[str, float]:
 # --------------------------------------------------------------------------------------------- the store
 def open_service(home: Path, **env: str) -> Any:
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     return MemoryService.open(load_config(home, env={"MEMCLI_EMBEDDER": "hash", **env}))
 

@@ -78,7 +78,7 @@ def run_cli(writer: int, n: int, barrier: Path, remembers: int | None = None) ->
 
 def run_lib(writer: int, n: int, barrier: Path) -> tuple[list, list]:
     from memcli.config import load_config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
     svc = MemoryService.open(load_config())
     acked: list[list[str]] = []

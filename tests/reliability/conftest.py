@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from _util import MEMCLI, Reaper
 
 HERE = Path(__file__).resolve().parent

@@ -24,12 +24,11 @@ from typing import Any, NamedTuple
 import anyio
 import httpx
 import pytest
+from _util import AUTH, MEMCLI, Reaper, Server, cli, make_env, snapshot, start_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-from _util import AUTH, MEMCLI, Reaper, Server, cli, make_env, snapshot, start_server
 
 SQL = "x' OR '1'='1"
 BIG = "x" * 1_000_000

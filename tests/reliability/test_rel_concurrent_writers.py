@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from _util import PYTHON, HERE, Reaper, all_rows, make_env, start_server
+from _util import HERE, PYTHON, Reaper, all_rows, make_env, start_server
 from _writers import CLI_REMEMBERS, content
 
 WRITERS = [("cli", 2), ("lib", 3), ("rest", 3)]  # (kind, processes): 8 writers

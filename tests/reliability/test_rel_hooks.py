@@ -20,9 +20,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from _util import (HookRun, Reaper, Server, make_env, open_service, run_hook, snapshot, start_server,
-                   wait_for)
+from _util import (
+    HookRun,
+    Reaper,
+    Server,
+    make_env,
+    open_service,
+    run_hook,
+    snapshot,
+    start_server,
+    wait_for,
+)
 
 # What each hook may take, wall time of the whole process: the client's own budget (UserPromptSubmit 1.5 s,
 # SessionStart 3 s, Stop 4 s, SessionEnd 0.5 s) plus interpreter start on a busy 2-core machine; all within

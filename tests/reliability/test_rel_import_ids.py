@@ -17,8 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from _util import MEMCLI, Reaper, Server, all_rows, cli, make_env, open_service, start_server
+from _util import (
+    MEMCLI,
+    Reaper,
+    Server,
+    all_rows,
+    cli,
+    make_env,
+    open_service,
+    start_server,
+)
 
 X = "0190f00d-0000-7000-8000-00000000000a"
 Y = "0190f00d-0000-7000-8000-00000000000b"

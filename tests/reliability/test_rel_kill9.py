@@ -15,8 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from _util import MEMCLI, Reaper, all_rows, cli, doctor, failed_checks, make_env, open_service, start_server
+from _util import (
+    MEMCLI,
+    Reaper,
+    all_rows,
+    cli,
+    doctor,
+    failed_checks,
+    make_env,
+    open_service,
+    start_server,
+)
 
 N_IMPORT = 5000
 

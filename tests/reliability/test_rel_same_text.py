@@ -11,8 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from _util import PYTHON, HERE, Reaper, all_rows, make_env, start_server
 from _same_writers import TEXTS, text
+from _util import HERE, PYTHON, Reaper, all_rows, make_env, start_server
 
 WRITERS = ["rest", "rest", "mcp-http", "mcp-http", "cli", "cli", "mcp-stdio", "mcp-stdio"]
 ROUNDS = 2  # before the fix runs of 3 and 4 rounds stored 44 of 45 and 46 of 60 texts two or three times

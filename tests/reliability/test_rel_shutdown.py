@@ -22,8 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from _util import AUTH, MEMCLI, Reaper, Server, make_env, open_service, start_server, wait_for
+from _util import (
+    AUTH,
+    MEMCLI,
+    Reaper,
+    Server,
+    make_env,
+    open_service,
+    start_server,
+    wait_for,
+)
 
 FATAL = ("Fatal Python error", "FATAL:", "Traceback (most recent call last)")
 WORDS = ("billing", "ledger", "warehouse", "avatar", "kubectl", "tenant", "shard", "retention", "renderer",

@@ -29,8 +29,18 @@ from typing import Any
 
 import httpx
 import pytest
-
-from _util import HERE, MEMCLI, PYTHON, Reaper, Server, all_rows, make_env, run_hook, start_server, wait_for
+from _util import (
+    HERE,
+    MEMCLI,
+    PYTHON,
+    Reaper,
+    Server,
+    all_rows,
+    make_env,
+    run_hook,
+    start_server,
+    wait_for,
+)
 
 LAUNCHER = HERE.parents[1] / "hooks" / "run.sh"
 SPACES = {"alpha": "ann", "beta": "ben", "acme": "bob", "acme/bob": "ann"}

@@ -15,7 +15,7 @@ from memcli.cli.output import emit, esc, out, plain
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memcli.board import BoardService
+    from memcli.board.service import BoardService
 
 JSON_HELP = "Print JSON."
 NS_HELP = "The board of this namespace (default: the configured one)."
@@ -23,7 +23,7 @@ STATUS_STYLE = {"succeeded": "green", "failed": "red", "timed-out": "red", "runn
 
 
 def _board(ctx: typer.Context, json_: bool, namespace: str | None) -> "tuple[State, BoardService]":
-    from memcli.board import board_of
+    from memcli.board.service import board_of
 
     with_namespace(ctx, namespace)
     # `memcli board --json -n NS add …`: the group's flags hold for its subcommand too
@@ -35,7 +35,7 @@ def _read(ctx: typer.Context, json_: bool, namespace: str | None, path: str, que
           local: "Callable[[BoardService], Any]") -> tuple[State, Any]:
     """A read, answered by this home's warm server when one runs (no LanceDB import: ~0.2 s instead of
     ~1.5 s), else by the store opened here; the same JSON either way."""
-    from memcli.remote import Unavailable
+    from memcli.team.remote import Unavailable
 
     with_namespace(ctx, namespace)
     st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))
@@ -45,7 +45,7 @@ def _read(ctx: typer.Context, json_: bool, namespace: str | None, path: str, que
             return st, remote.get_json(path, [("namespace", st.config().namespace), *query])
         except Unavailable:
             st.client().remote = None
-    from memcli.board import board_of
+    from memcli.board.service import board_of
 
     return st, local(board_of(st.service(), st.config()))
 
@@ -57,7 +57,7 @@ def _write(ctx: typer.Context, json_: bool, namespace: str | None, method: str, 
     server, whatever its own settings, makes the same change. A change the server may have received before
     the connection dropped is not made a second time here."""
     from memcli.errors import UnreachableError
-    from memcli.remote import Unavailable
+    from memcli.team.remote import Unavailable
 
     with_namespace(ctx, namespace)
     st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))
@@ -73,7 +73,7 @@ def _write(ctx: typer.Context, json_: bool, namespace: str | None, method: str, 
                 raise UnreachableError(f"this home's server stopped answering ({exc}); the change may or may not "
                                        "have been made: check with `memcli board show`") from None
             st.client().remote = None
-    from memcli.board import board_of
+    from memcli.board.service import board_of
 
     return st, local(board_of(st.service(), st.config()))
 
@@ -335,7 +335,7 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """List the jobs configured in config.toml ([jobs.NAME]): the only ones `run` accepts."""
-        from memcli.board import configured_jobs
+        from memcli.board.service import configured_jobs
 
         st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))
         emit(configured_jobs(st.config().jobs), st.json, lambda items: out.print(

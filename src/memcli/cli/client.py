@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memcli.memory.service import MemoryService
     from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult
-    from memcli.remote import RemoteService
-    from memcli.service import MemoryService
+    from memcli.team.remote import RemoteService
 
 # Changes: when the server may have received one and no answer came, the CLI says so instead of making it again
 # here (it would be made twice, or answered "already there" while the server may still be making it).
@@ -29,7 +29,7 @@ class Client:
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if self.remote is not None:
-            from memcli.remote import Unavailable
+            from memcli.team.remote import Unavailable
 
             try:
                 return getattr(self.remote, method)(*args, **kwargs)

@@ -17,8 +17,8 @@ from memcli.cli.client import Client
 
 if TYPE_CHECKING:
     from memcli.config import Config
-    from memcli.remote import RemoteService
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
+    from memcli.team.remote import RemoteService
 
 
 @dataclass
@@ -47,7 +47,7 @@ class State:
         if not self.config().api_url:
             return None
         from memcli.project import detect_project
-        from memcli.remote import RemoteService
+        from memcli.team.remote import RemoteService
 
         return RemoteService.for_team(self.config(), project=detect_project(Path.cwd()))
 
@@ -58,8 +58,8 @@ class State:
             if remote is not None:
                 self._service = remote  # type: ignore[assignment]  (the same methods, answered by the server)
                 return self._service  # type: ignore[return-value]
+            from memcli.memory.service import MemoryService
             from memcli.project import detect_project
-            from memcli.service import MemoryService
 
             self._service = MemoryService.open(self.config(), project=detect_project(Path.cwd()),
                                                allow_mismatch=allow_mismatch)
@@ -71,7 +71,7 @@ class State:
         background for the next command (``[server] autostart``; never with --no-server)."""
         if self._client is None:
             from memcli.project import detect_project
-            from memcli.remote import RemoteService
+            from memcli.team.remote import RemoteService
 
             team = self.team()
             if team is not None:  # no fallback: the team's memory is on the server only

@@ -12,6 +12,7 @@ import typer
 
 from memcli.cli.context import usage_error, use_json
 from memcli.cli.output import age, emit, esc, out, plain
+from memcli.distill.service import DistillService
 from memcli.errors import MemcliError
 
 FAULT_ENV = "MEMCLI_DISTILL_FAULT"  # tests: crash at "after-tag" or "after-commit" of an apply
@@ -66,19 +67,19 @@ def register(app: typer.Typer) -> None:
         if dry_run and not undo:
             raise usage_error("--dry-run goes with --undo", "--dry-run")
         if tags:
-            items = st.service().distill_tags()
+            items = DistillService(st.service()).tags()
             emit({"tags": items}, st.json, _tags_table)
             return
         if undo:
-            res = st.service().distill_undo(args[0] if args else None, dry_run=dry_run)
+            res = DistillService(st.service()).undo(args[0] if args else None, dry_run=dry_run)
             emit(res, st.json, _undone)
             return
-        from memcli.distill import DistillOptions
+        from memcli.distill.distiller import DistillOptions
 
         config = st.config()
         options = DistillOptions.from_config(config, llm=llm, threshold=threshold, namespace=namespace)
         if explain:
-            emit(st.service().distill_explain(args[0], args[1], options), st.json,
+            emit(DistillService(st.service()).explain(args[0], args[1], options), st.json,
                  lambda d: out.print(plain(d["explanation"]) if d["would_merge"] is False else
                                      f"[green]{esc(d['explanation'])}[/green]"))
             return
@@ -86,7 +87,7 @@ def register(app: typer.Typer) -> None:
         options.full = full
         svc = st.service()
         if not apply:
-            plan = svc.distill_plan(options)
+            plan = DistillService(svc).plan(options)
             emit(plan.to_dict(), st.json, _plan_table)
             return
         path = archive_path(config.home)
@@ -105,7 +106,7 @@ def register(app: typer.Typer) -> None:
                 raise MemcliError(f"cannot write the archive {path}: {exc.strerror or exc}; nothing was changed") from None
             written.append(len(mems))
 
-        res = svc.distill_apply(options, archive=archive)
+        res = DistillService(svc).apply(options, archive=archive)
         res["archive"] = str(path) if written else None
         emit(res, st.json, _applied)
 

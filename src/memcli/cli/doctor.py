@@ -148,7 +148,7 @@ def _permissions(home: Path) -> Check:
 def _server(cfg: Any) -> Check:
     """Is a server of this home running, and does it answer as this home's?"""
     from memcli.home import running_server_port
-    from memcli.remote import RemoteService, Unavailable
+    from memcli.team.remote import RemoteService, Unavailable
 
     remote = RemoteService.for_home(cfg)
     if remote is None:
@@ -185,7 +185,10 @@ def _disk(home: Path) -> Check:
 
 def _object_store(cfg: Any) -> Check:
     """On object storage: does the store refuse to overwrite a commit (what several replicas need)?"""
-    from memcli.objectstore import ConditionalPutUnsupported, check_conditional_put
+    from memcli.memory.objectstore import (
+        ConditionalPutUnsupported,
+        check_conditional_put,
+    )
 
     try:
         return Check("object storage", "ok", check_conditional_put(cfg.data_uri, cfg.storage_options))
@@ -218,7 +221,7 @@ def _embedder(cfg: Any) -> tuple[Any, Check]:
 
 def _store(cfg: Any, embedder: Any) -> tuple[Any, Check]:
     from memcli.errors import DamagedStoreError, EmbedderMismatchError
-    from memcli.store import MemoryStore
+    from memcli.memory.store import MemoryStore
 
     uri = cfg.data_uri
     if "://" not in uri and not any(Path(uri).glob("*.lance")):  # any table, readable or not, is a store
@@ -238,7 +241,7 @@ def _store(cfg: Any, embedder: Any) -> tuple[Any, Check]:
 
 
 def _store_health(cfg: Any, store: Any) -> list[Check]:
-    from memcli.maintenance import FTS_INDEX, OLD_FTS_INDEXES
+    from memcli.memory.maintenance import FTS_INDEX, OLD_FTS_INDEXES
 
     checks: list[Check] = [_read_every_row(store)]
     if checks[0].status == "fail":

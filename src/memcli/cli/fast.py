@@ -4,7 +4,7 @@ this home's warm server without importing typer or rich.
 A shell tool, a skill or a script calls ``memcli`` many times a minute and reads JSON (its stdout is a pipe).
 typer alone costs ~70 ms of imports per process, more than the server takes to answer; this path parses the
 few flags of these commands itself and sends the same call through the same client
-(:class:`memcli.cli.client.Client` over :class:`memcli.remote.RemoteService`), so results, errors and exit
+(:class:`memcli.cli.client.Client` over :class:`memcli.team.remote.RemoteService`), so results, errors and exit
 codes are the typer app's. Whenever it is not sure, it steps aside and the typer app runs the command:
 help, a flag or form it does not know, a value it cannot convert, human output, ``--no-server``, team mode,
 no server running, a server that cannot answer before anything was sent. tests/test_cli_fast.py runs the
@@ -209,7 +209,7 @@ def run(argv: list[str]) -> int | None:
         from memcli.cli.client import Client
         from memcli.config import load_config
         from memcli.project import detect_project
-        from memcli.remote import RemoteService
+        from memcli.team.remote import RemoteService
 
         try:
             config = load_config(home, namespace=opts.get("namespace"))

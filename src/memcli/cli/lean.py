@@ -1,6 +1,6 @@
 """The leanest route of the CLI's fast path: the call sent to this home's warm server with the hooks' raw
 transport (:mod:`memcli.hooks.transport`), and the answer printed as the typer app would print it, without
-memcli.config, memcli.models or memcli.remote (their dataclasses, pathlib and typing cost ~60 ms a process).
+memcli.config, memcli.models or memcli.team.remote (their dataclasses, pathlib and typing cost ~60 ms a process).
 
 It takes a command only when everything it needs is plain, and otherwise hands it on (None) to
 :func:`memcli.cli.fast.run`'s full client, which decides as the typer app does:
@@ -14,7 +14,7 @@ It takes a command only when everything it needs is plain, and otherwise hands i
 - no value needs the client's own parsing (--since, --until, --metadata) and forget names one id.
 
 Its answers are rebuilt with the same fields and defaults as :class:`memcli.models.Memory`'s ``item()`` after
-:mod:`memcli.remote`'s parsing; tests/test_cli_fast.py compares both routes on the same command lines.
+:mod:`memcli.team.remote`'s parsing; tests/test_cli_fast.py compares both routes on the same command lines.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ CONFIG_ENV: dict[str, Any] = {
     "MEMCLI_IP_RATE_LIMIT": None, "MEMCLI_IP_RATE_BURST": None,
 }
 REQUEST_ERRORS = frozenset({"invalid_input", "not_found", "ambiguous_id", "version_conflict", "conflict",
-                            "invalid_transition"})  # memcli.remote's: the same answer whoever computes it
+                            "invalid_transition"})  # memcli.team.remote's: the same answer whoever computes it
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@/+-")
-GET_TIMEOUT, WRITE_TIMEOUT = 30.0, 600.0  # as memcli.remote's Endpoint.timeout and WRITE_TIMEOUT
+GET_TIMEOUT, WRITE_TIMEOUT = 30.0, 600.0  # as memcli.team.remote's Endpoint.timeout and WRITE_TIMEOUT
 
 
 class Failed(Exception):
@@ -216,7 +216,7 @@ def route(home_arg: str | None, namespace: str | None) -> Route | None:
     if mark is None or transport.read_file(os.path.join(home, *VERIFIED)) != mark.encode():
         return None  # not proven yet: the full client proves it (and notes it)
     home_id, home_token = transport.read_auth(home)
-    # memcli.remote.RemoteService.for_home: a token of its own (MEMCLI_TOKEN, [server] token) before the home's;
+    # memcli.team.remote.RemoteService.for_home: a token of its own (MEMCLI_TOKEN, [server] token) before the home's;
     # any of them may go to this server: it proved it is this home's (a wrong one is refused like the full client's)
     token = env.get("MEMCLI_TOKEN") or cfg.get("token") or home_token
     if not token or not isinstance(token, str):
@@ -226,7 +226,7 @@ def route(home_arg: str | None, namespace: str | None) -> Route | None:
 
 # ---------------------------------------------------------------------------- the answers, as item() prints them
 def memory_item(d: dict[str, Any]) -> dict[str, Any]:
-    """``memcli.remote._memory(d).item()``."""
+    """``memcli.team.remote._memory(d).item()``."""
     return {"memory_id": d["memory_id"], "content": d["content"], "tags": list(d.get("tags") or []),
             "scope": d["scope"], "namespace": d["namespace"], "importance": d["importance"], "key": d.get("key"),
             "created_at": d["created_at"], "updated_at": d["updated_at"], "project": d.get("project"),
@@ -237,7 +237,7 @@ def memory_item(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def hit_item(d: dict[str, Any]) -> dict[str, Any]:
-    """``memcli.remote._hit(d).item()``."""
+    """``memcli.team.remote._hit(d).item()``."""
     out = memory_item(d)
     out["score"] = round(float(d["score"]), 4)
     if d.get("explain") is not None:
@@ -293,7 +293,7 @@ def call(r: Route, command: str, o: dict[str, Any], args: list[str]) -> Any:
         if o.get("metadata") is not None:
             return None  # validated on the client (memcli.models.validate_metadata)
         scope, agent = o.get("scope"), o.get("agent")
-        if scope is None and agent is None:  # memcli.remote.RemoteService._own_defaults
+        if scope is None and agent is None:  # memcli.team.remote.RemoteService._own_defaults
             scope, agent = (None, r.agent) if r.agent else ("global", None)
         body = {k: v for k, v in {
             "content": args[0], "tags": list(o["tag"]) if o.get("tag") else None, "scope": scope, "agent": agent,

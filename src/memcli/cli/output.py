@@ -163,7 +163,13 @@ def progress(description: str) -> Iterator[Callable[[int, int], None] | None]:
     if (isinstance(err, _LazyConsole) and not sys.stderr.isatty()) or not err.is_terminal:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=real_console(err), transient=True) as bar:

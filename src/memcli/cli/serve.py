@@ -66,7 +66,7 @@ def _check_object_store(config: "Config", single_writer: Optional[bool]) -> None
     """Several replicas may share an object-store dataset only if the store refuses to overwrite a commit
     (objectstore.py): check it once at startup, and refuse to serve when it does not."""
     from memcli.errors import MemcliError
-    from memcli.objectstore import check_conditional_put
+    from memcli.memory.objectstore import check_conditional_put
 
     log = logging.getLogger("memcli.server")
     if single_writer or (single_writer is None and config.server.single_writer):

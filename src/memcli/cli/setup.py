@@ -170,7 +170,7 @@ def register(app: typer.Typer) -> None:
 def _check_server(con: Any, server: str, token: str, *, check: bool) -> str:
     """The server URL, normalised; with ``check``, proven to accept this token (else exit 1)."""
     from memcli.errors import MemcliError
-    from memcli.remote import Endpoint, RemoteService
+    from memcli.team.remote import Endpoint, RemoteService
 
     try:
         ep = Endpoint.from_url(server, token)

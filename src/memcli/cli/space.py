@@ -30,7 +30,7 @@ class _Admin:
         self.st = st
 
     def _registry(self) -> Any:
-        from memcli.spaces import SpaceRegistry
+        from memcli.team.spaces import SpaceRegistry
 
         return SpaceRegistry(self.st.service().store.db)
 
@@ -75,7 +75,7 @@ class _Admin:
             return self.remote.request("DELETE", path)
         # This home's running server trusts a resolved token for up to 2 s (spaces.CACHE_SECONDS): revoked
         # through it, the token is refused at once; with no server of this home, on the store directly.
-        from memcli.remote import RemoteService, Unavailable
+        from memcli.team.remote import RemoteService, Unavailable
 
         local = RemoteService.for_home(self.st.config())
         if local is not None:

@@ -19,9 +19,9 @@ def _both(st: State) -> tuple[Any, Any]:
     """(the local store's service, the team server's client)."""
     from pathlib import Path
 
+    from memcli.memory.service import MemoryService
     from memcli.project import detect_project
-    from memcli.remote import RemoteService
-    from memcli.service import MemoryService
+    from memcli.team.remote import RemoteService
 
     config = st.config()
     if not config.api_url:
@@ -50,7 +50,7 @@ def push(ctx: typer.Context,
     Example: memcli sync push --namespace default
     """
     from memcli.cli.output import progress
-    from memcli.sync import push as do_push
+    from memcli.team.sync import push as do_push
 
     st = use_json(ctx, json_)
     local, remote = _both(st)
@@ -68,7 +68,7 @@ def pull(ctx: typer.Context,
 
     Example: memcli sync pull
     """
-    from memcli.sync import pull as do_pull
+    from memcli.team.sync import pull as do_pull
 
     st = use_json(ctx, json_)
     local, remote = _both(st)

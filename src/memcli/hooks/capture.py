@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memcli.hooks import llm
-from memcli.hooks.summarize import extractive
 from memcli.hooks.keep import judge_turn
+from memcli.hooks.summarize import extractive
 from memcli.hooks.text import last_turn, strip_injected
 from memcli.project import detect_project
 from memcli.redact import redact
@@ -29,7 +29,7 @@ from memcli.redact import redact
 if TYPE_CHECKING:
     from memcli.config import HooksConfig
     from memcli.hooks.state import HookState
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
 SCOPE = "agent:claude-code"
 TAG = "turn"

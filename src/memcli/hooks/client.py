@@ -34,11 +34,10 @@ never starts a local one; when the server does not answer in time the hook print
 
 from __future__ import annotations
 
+import _socket  # the C module: `socket` would import enum, selectors… (~10 ms)
 import os
 import sys
 import time
-
-import _socket  # the C module: `socket` would import enum, selectors… (~10 ms)
 
 if __name__ == "__main__" and not __package__:
     # run as a plain script under -I -S (hooks/run.sh): the folder that holds the memcli package is not on
@@ -46,8 +45,18 @@ if __name__ == "__main__" and not __package__:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from memcli.hooks.transport import (  # noqa: E402 - after the path fix above
-    ServerDown, Settings, Timeout, http, int_after, log, read_file, resolve_home, resolve_settings, spool,
-    spool_pending, str_after,
+    ServerDown,
+    Settings,
+    Timeout,
+    http,
+    int_after,
+    log,
+    read_file,
+    resolve_home,
+    resolve_settings,
+    spool,
+    spool_pending,
+    str_after,
 )
 from memcli.proof import VERIFIED, proof_ok, verified_mark  # noqa: E402 - hmac and hashlib only for a proof
 
@@ -195,7 +204,9 @@ def run(event: str, data: bytes, s: Settings, t0: float) -> bytes:
     budget_ms = event_deadline_ms(event, s.deadline_ms)
     deadline = t0 + budget_ms / 1000.0
     if s.api_url:
-        from memcli.hooks.team_client import run_team  # team mode only: not parsed by a local hook
+        from memcli.hooks.team_client import (
+            run_team,  # team mode only: not parsed by a local hook
+        )
 
         return run_team(event, data, s, deadline)
     try:

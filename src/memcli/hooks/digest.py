@@ -11,11 +11,11 @@ import math
 from typing import TYPE_CHECKING
 
 from memcli.hooks.render import INDEX_TITLE, block, fill, index_lines
+from memcli.memory.search import build_where
 from memcli.models import Memory, now_ms
-from memcli.search import build_where
 
 if TYPE_CHECKING:
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
 HEADER = ("Shared memory (memcli): what you and other agents on this machine or team remembered earlier, "
           "most important and most recent first. Use what helps; `memcli recall \"<query>\"` searches more, "

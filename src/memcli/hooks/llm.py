@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memcli.condense import LlmSettings, complete, estimate_tokens
+from memcli.distill.condense import LlmSettings, complete, estimate_tokens
 
 SKIP = "SKIP"
 MAX_OUTPUT_TOKENS = 300
@@ -67,7 +67,7 @@ def summarize(prompt: str, reply: str, *, provider: str, model: str | None, base
         return None
     if provider not in ("anthropic", "openai"):
         return None
-    # the one chat client of the core (memcli.condense), shared with distill's condensation and the LLM merge
+    # the one chat client of the core (memcli.distill.condense), shared with distill's condensation and the LLM merge
     text, spent = complete(LlmSettings(provider=provider, model=model, base_url=base_url, api_key=api_key,
                                        timeout=timeout), SYSTEM, user, MAX_OUTPUT_TOKENS)
     budget.spend(spent or need)

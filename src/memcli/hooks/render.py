@@ -77,7 +77,7 @@ def index_line(m: Memory, now_ms: int) -> str:
 
 def index_lines(memories: Sequence[Memory], token_budget: int, now_ms: int) -> tuple[list[str], list[str]]:
     """As many index lines as fit in ``token_budget`` tokens: (lines, ids)."""
-    from memcli.condense import estimate_tokens
+    from memcli.distill.condense import estimate_tokens
 
     lines: list[str] = []
     ids: list[str] = []

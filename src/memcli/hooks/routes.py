@@ -31,8 +31,8 @@ from memcli.hooks.runtime import EVENTS, HookRuntime, NotQueued
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.memory.service import MemoryService
     from memcli.server.workers import Workers
-    from memcli.service import MemoryService
 
 MAX_BODY = 16 * 1024 * 1024
 LOOPBACK_PEERS = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})

@@ -15,15 +15,15 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcli.hooks.transport import LOCAL_PATHS, log
 from memcli.hooks.spool import PermanentError, Spool
 from memcli.hooks.state import HookState
+from memcli.hooks.transport import LOCAL_PATHS, log
 from memcli.redact import clean_payload
 from memcli.server.workers import Workers
 
 if TYPE_CHECKING:
     from memcli.config import Config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memcli.hooks.transport import SPOOL_MAX, read_regular, spool as _write_raw
+from memcli.hooks.transport import SPOOL_MAX, read_regular
+from memcli.hooks.transport import spool as _write_raw
 
 MAX_ATTEMPTS = 5
 _TRY_RE = re.compile(r"\.try(\d+)\.json$")

@@ -17,7 +17,16 @@ import os
 import time
 from typing import Any
 
-from memcli.hooks.transport import LOCAL_PATHS, SPOOL_MAX, Settings, http, log, read_regular, split_url, spool
+from memcli.hooks.transport import (
+    LOCAL_PATHS,
+    SPOOL_MAX,
+    Settings,
+    http,
+    log,
+    read_regular,
+    split_url,
+    spool,
+)
 
 TEAM_SPOOL = "spool-team"
 
@@ -59,7 +68,9 @@ def for_server(event: str, data: bytes, *, read_transcript: bool = True) -> byte
         prompt = out.get("prompt")
         has_reply = isinstance(reply, str) and reply.strip()
         if not has_reply or not (isinstance(prompt, str) and prompt.strip()):
-            from memcli.hooks.text import last_turn  # re + its patterns: only when the transcript is read
+            from memcli.hooks.text import (
+                last_turn,  # re + its patterns: only when the transcript is read
+            )
 
             t_prompt, t_reply = last_turn(transcript)
             if not has_reply and t_reply:

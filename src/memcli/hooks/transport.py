@@ -8,11 +8,10 @@ Standard library only, and as little of it as possible: a hook is a fresh interp
 
 from __future__ import annotations
 
+import _socket  # the C module: `socket` would import enum, selectors… (~10 ms)
 import os
 import sys
 import time
-
-import _socket  # the C module: `socket` would import enum, selectors… (~10 ms)
 
 DEFAULT_PORT = 8765
 DEFAULT_DEADLINE_MS = 1500
@@ -414,7 +413,9 @@ def spool(home: "str | os.PathLike[str]", data: bytes, sub: str = "spool", clean
     ``clean``: the payload is redacted first (:func:`memcli.redact.clean_payload_bytes`): no secret ever
     waits on disk for a server to come back."""
     if clean:
-        from memcli.redact import clean_payload_bytes  # json + re: only when a turn is queued
+        from memcli.redact import (
+            clean_payload_bytes,  # json + re: only when a turn is queued
+        )
 
         data = clean_payload_bytes(data)
     d = os.path.join(home, sub)

@@ -1,6 +1,6 @@
 """The task board's MCP tools (the seed's names): get_board, get_task, create_task, move_card, trigger_job,
 list_tasks_by_status. Registered on memcli's MCP server by :func:`register_board_tools`; every call goes to
-the shared service's :class:`memcli.board.BoardService`, and a MemcliError becomes a tool error."""
+the shared service's :class:`memcli.board.service.BoardService`, and a MemcliError becomes a tool error."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def register_board_tools(mcp: MCPServer, holder: "ServiceHolder") -> None:
     """Add the six board tools to ``mcp``."""
     def run(method: str, /, *args: Any, **kwargs: Any) -> Any:
         """One BoardService call on the holder's service, tracked like a memory call."""
-        from memcli.board import board_of
+        from memcli.board.service import board_of
 
         try:
             with holder.use() as svc:

@@ -99,7 +99,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
                       key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE,
                       **({"keep_secrets": True} if keep_secrets else {}))
         else:
-            from memcli.service import NewMemory
+            from memcli.memory.service import NewMemory
 
             item = NewMemory(content=content, tags=tags, agent=agent, importance=importance, key=key, ttl=ttl,
                              metadata=metadata, namespace=namespace, keep_secrets=bool(keep_secrets))
@@ -186,7 +186,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
                   importance=importance, scope=scope, expected_version=expected_version, source="mcp",
                   **({"keep_secrets": True} if keep_secrets else {}))
         out = {"ok": True, "memory_id": mem.id, "version": mem.version}
-        if getattr(mem, "merged_versions", None):  # a team space merged a stale update (memcli.conflict)
+        if getattr(mem, "merged_versions", None):  # a team space merged a stale update (memcli.team.conflict)
             out.update(merged=True, content=mem.content)
         return json_result(out)
 

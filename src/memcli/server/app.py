@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memcli import __version__
+from memcli.distill.service import DistillService
 from memcli.errors import MemcliError
 from memcli.home import HomeAuth, load_or_create_auth
 from memcli.server.batcher import WriteBatcher
@@ -42,7 +43,7 @@ from memcli.web.sessions import UiAuth
 
 if TYPE_CHECKING:
     from memcli.config import Config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
 __all__ = ["LOOPBACK_HOSTS", "create_app"]
 
@@ -90,10 +91,16 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         return JSONResponse({"ok": True, "version": __version__, "pid": os.getpid(), "home": str(config.home),
                              "home_id": auth.home_id, "ready": holder.ready})
 
+    async def distill(method: str, /, *args: Any, **kwargs: Any) -> Any:
+        def run(svc: Any) -> Any:
+            return getattr(DistillService(svc), method)(*args, **kwargs)
+
+        return await run_in_threadpool(holder.call_with, run)
+
     routes: list[BaseRoute] = [Route("/health", health, methods=["GET"])]
     routes += memory_routes(call, batcher)
     routes += web_routes(call, ui)
-    routes += distill_routes(call, config)
+    routes += distill_routes(distill, config)
     routes += board_routes(holder)
     routes += admin_routes(team)
     routes += transfer_routes(holder)

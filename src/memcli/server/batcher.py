@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 from memcli.server.holder import shutting_down
 
 if TYPE_CHECKING:
+    from memcli.memory.service import NewMemory
     from memcli.models import RememberResult
     from memcli.server.holder import ServiceHolder
-    from memcli.service import NewMemory
 
 log = logging.getLogger("memcli.server")
 MAX_BATCH = 128
@@ -66,7 +66,7 @@ class WriteBatcher:
 
     def submit(self, item: "NewMemory", caller: Any, source: str | None = None) -> "concurrent.futures.Future[Any]":
         """Queue ``item``; the future holds its RememberResult (or its error) once its commit is done.
-        ``caller``: "admin", a space token's :class:`~memcli.spaces.Caller`, or None: the current one."""
+        ``caller``: "admin", a space token's :class:`~memcli.team.spaces.Caller`, or None: the current one."""
         src = source or self.source
         if self.holder.stopping:  # nothing queued after this: the shutdown waits only for what it has seen
             refused: concurrent.futures.Future[Any] = concurrent.futures.Future()

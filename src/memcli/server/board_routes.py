@@ -15,7 +15,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memcli.errors import ValidationError
-from memcli.server.http import MAX_BODY, etag, if_match, is_int, json_object, read_json, write_source
+from memcli.server.http import (
+    MAX_BODY,
+    etag,
+    if_match,
+    is_int,
+    json_object,
+    read_json,
+    write_source,
+)
 
 if TYPE_CHECKING:
     from memcli.server.holder import ServiceHolder
@@ -31,7 +39,7 @@ def board_routes(holder: "ServiceHolder") -> list[BaseRoute]:
     """The board's routes, calling the BoardService of ``holder``'s shared service."""
     async def call(method: str, /, *args: Any, **kwargs: Any) -> Any:
         def go() -> Any:
-            from memcli.board import board_of
+            from memcli.board.service import board_of
 
             with holder.use() as svc:
                 return getattr(board_of(svc, holder.config), method)(*args, **kwargs)

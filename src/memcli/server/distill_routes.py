@@ -1,4 +1,4 @@
-"""REST routes of memcli distill (:mod:`memcli.distill`), mounted by :mod:`memcli.server.app`.
+"""REST routes of memcli distill (:mod:`memcli.distill.distiller`), mounted by :mod:`memcli.server.app`.
 
 Every route needs the server's token (``Authorization: Bearer <token>``, like all of ``/api``). Errors use
 the API's error shape ``{"ok": false, "error": "...", "code": "..."}``.
@@ -73,7 +73,7 @@ _APPLY_FIELDS = {"namespace", "threshold", "llm"}
 def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
     """The four distill routes; ``call(method, ...)`` runs a service method in the thread pool."""
     def options(values: dict[str, Any]) -> Any:
-        from memcli.distill import DistillOptions
+        from memcli.distill.distiller import DistillOptions
 
         threshold = values.get("threshold")
         if threshold is not None:
@@ -108,12 +108,12 @@ def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
         values: dict[str, Any] = {k: q.get(k) for k in ("namespace", "threshold") if q.get(k)}
         if "llm" in q:
             values["llm"] = bool_param(q, "llm")
-        result = await call("distill_plan", options(values))
+        result = await call("plan", options(values))
         return JSONResponse(result.to_dict())
 
     async def apply(request: Request) -> Response:
         opts = options(await body(request, _APPLY_FIELDS))
-        return JSONResponse(await call("distill_apply", opts))
+        return JSONResponse(await call("apply", opts))
 
     async def undo(request: Request) -> Response:
         d = await body(request, {"tag", "dry_run"})
@@ -122,7 +122,7 @@ def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
             raise ValidationError("tag must be a distill tag name, like distill-20261201T081530Z")
         if not isinstance(d.get("dry_run", False), bool):
             raise ValidationError("dry_run must be true or false")
-        return JSONResponse(await call("distill_undo", tag.strip() if tag else None,
+        return JSONResponse(await call("undo", tag.strip() if tag else None,
                                        dry_run=bool(d.get("dry_run"))))
 
     async def explain(request: Request) -> Response:
@@ -130,10 +130,10 @@ def distill_routes(call: Call, config: "Config") -> list[BaseRoute]:
         if not q.get("a") or not q.get("b"):
             raise ValidationError("give two memory ids: /api/distill/explain?a=ID&b=ID")
         values: dict[str, Any] = {"threshold": q.get("threshold")} if q.get("threshold") else {}
-        return JSONResponse(await call("distill_explain", q["a"], q["b"], options(values)))
+        return JSONResponse(await call("explain", q["a"], q["b"], options(values)))
 
     async def tags(request: Request) -> Response:
-        return JSONResponse({"tags": await call("distill_tags")})
+        return JSONResponse({"tags": await call("tags")})
 
     return [
         Route("/api/distill/plan", plan, methods=["GET"]),

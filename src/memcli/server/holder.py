@@ -32,7 +32,7 @@ from memcli.server.workers import Workers
 
 if TYPE_CHECKING:
     from memcli.config import Config
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
 
 log = logging.getLogger("memcli.server")
 OPEN_WAIT = 20.0  # seconds a call waits for the first opening (a cold start on a busy machine: LanceDB, the model)
@@ -129,7 +129,7 @@ class ServiceHolder:
         attempt = _Opening()
 
         def run() -> None:
-            from memcli.service import MemoryService
+            from memcli.memory.service import MemoryService
 
             started = time.monotonic()
             try:
@@ -185,6 +185,11 @@ class ServiceHolder:
         """``service.<method>(*args, **kwargs)`` as one tracked call."""
         with self.use() as svc:
             return getattr(svc, method)(*args, **kwargs)
+
+    def call_with(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(service, *args, **kwargs)`` as one tracked call (a second service over it: distill)."""
+        with self.use() as svc:
+            return fn(svc, *args, **kwargs)
 
     @property
     def busy(self) -> int:

@@ -12,13 +12,25 @@ from starlette.routing import BaseRoute, Route
 
 from memcli.errors import ValidationError
 from memcli.server.http import (
-    MAX_BATCH_BODY, MAX_BATCH_ITEMS, MAX_BODY, bool_param, etag, float_param, if_match, int_param, is_int,
-    json_object, read_json, tags_param, time_param, write_source,
+    MAX_BATCH_BODY,
+    MAX_BATCH_ITEMS,
+    MAX_BODY,
+    bool_param,
+    etag,
+    float_param,
+    if_match,
+    int_param,
+    is_int,
+    json_object,
+    read_json,
+    tags_param,
+    time_param,
+    write_source,
 )
 
 if TYPE_CHECKING:
+    from memcli.memory.service import NewMemory
     from memcli.server.batcher import WriteBatcher
-    from memcli.service import NewMemory
 
 Call = Callable[..., Awaitable[Any]]
 NEW_MEMORY_FIELDS = {"content", "tags", "scope", "agent", "importance", "key", "ttl", "metadata", "namespace",
@@ -38,7 +50,7 @@ def check_types(d: dict[str, Any], what: str) -> None:
 
 def new_memory(data: Any, what: str = "the memory") -> "NewMemory":
     """A JSON object as a :class:`NewMemory` (unknown fields and wrongly typed values are a 422)."""
-    from memcli.service import NewMemory
+    from memcli.memory.service import NewMemory
 
     d = json_object(data, NEW_MEMORY_FIELDS, what)
     if "content" not in d:

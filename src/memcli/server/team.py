@@ -1,8 +1,8 @@
 """Team mode of ``memcli serve``: space tokens, who the caller is, rate limits and the admin routes.
 
 The home's own token (``auth.json`` / ``MEMCLI_TOKEN``) is the admin: it sees every namespace and manages
-spaces. A space token (``mnemo_…``, see :mod:`memcli.spaces`) resolves to (space, agent), and every memory
-call it makes — REST, ``/mcp``, ``/hooks`` — goes to a :class:`~memcli.spaces.SpaceService` confined to that
+spaces. A space token (``mnemo_…``, see :mod:`memcli.team.spaces`) resolves to (space, agent), and every memory
+call it makes — REST, ``/mcp``, ``/hooks`` — goes to a :class:`~memcli.team.spaces.SpaceService` confined to that
 space: whatever namespace the client sends is ignored (the token decides), another space's memory id is 404.
 
 Who the caller is travels in a context variable (:data:`CALLER`) set by the Guard for the request and read
@@ -30,13 +30,19 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from memcli.errors import ForbiddenError, MemcliError, ValidationError
-from memcli.server.http import MAX_BATCH_BODY, MAX_BATCH_ITEMS, MAX_BODY, bool_param, read_json
-from memcli.spaces import TOKEN_PREFIX, Caller, SpaceRegistry, SpaceService
+from memcli.server.http import (
+    MAX_BATCH_BODY,
+    MAX_BATCH_ITEMS,
+    MAX_BODY,
+    bool_param,
+    read_json,
+)
+from memcli.team.spaces import TOKEN_PREFIX, Caller, SpaceRegistry, SpaceService
 
 if TYPE_CHECKING:
     from memcli.config import Config
+    from memcli.memory.service import MemoryService
     from memcli.server.holder import ServiceHolder
-    from memcli.service import MemoryService
 
 log = logging.getLogger("memcli.server")
 
@@ -100,7 +106,7 @@ class TeamGate:
         self.per_ip = Limiter(srv.ip_rate_limit, srv.ip_rate_burst)
         self._registry: SpaceRegistry | None = None
         self._services: dict[Caller, tuple[int, SpaceService]] = {}
-        from memcli.conflict import ConflictResolver
+        from memcli.team.conflict import ConflictResolver
 
         # stale updates of a space set to llm-merge go to the [hooks] llm_* endpoint (none: refused, 412)
         self.conflicts = ConflictResolver.from_config(config, lambda space: self.registry().conflict(space))
@@ -276,7 +282,7 @@ def transfer_routes(holder: "ServiceHolder") -> list[BaseRoute]:
     a server (a space token exports and imports its own space only)."""
     from starlette.concurrency import run_in_threadpool
 
-    from memcli import sync
+    from memcli.team import sync
 
     async def call(name: str, /, *args: Any, **kwargs: Any) -> Any:
         def run() -> Any:

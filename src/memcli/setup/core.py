@@ -21,8 +21,21 @@ from typing import Any
 from memcli.setup import openclaw as oc
 from memcli.setup.agents import HOOK_MARKER, SERVER_NAME, Machine
 from memcli.setup.edits import (
-    MISSING, FileChange, SetupError, Workspace, apply_changes, backup_file, delete_in, dump_json, get_in, load_json,
-    prune_empty, remove_toml_table, set_in, set_toml_table, toml_get,
+    MISSING,
+    FileChange,
+    SetupError,
+    Workspace,
+    apply_changes,
+    backup_file,
+    delete_in,
+    dump_json,
+    get_in,
+    load_json,
+    prune_empty,
+    remove_toml_table,
+    set_in,
+    set_toml_table,
+    toml_get,
 )
 
 STATE_FILE = "setup-state.json"

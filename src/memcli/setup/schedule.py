@@ -3,7 +3,7 @@
 Linux (and other Unix with cron): one line in the user's crontab, read with ``crontab -l`` and written back
 with ``crontab -``, marked with this home so that a second run changes nothing and ``off`` removes exactly
 that line (other lines, and other homes' schedules, are left alone). macOS: a launchd agent
-(``~/Library/LaunchAgents/dev.memcli.distill.<hash of the home>.plist``), loaded with ``launchctl``.
+(``~/Library/LaunchAgents/dev.memcli.distill.distiller.<hash of the home>.plist``), loaded with ``launchctl``.
 The job logs to ``<home>/logs/distill.log``.
 """
 
@@ -83,7 +83,7 @@ def _cron(schedule: str, home: Path) -> ScheduleResult:
 def _launchd(schedule: str, home: Path) -> ScheduleResult:
     import plistlib
 
-    label = "dev.memcli.distill." + hashlib.sha256(str(home).encode()).hexdigest()[:10]
+    label = "dev.memcli.distill.distiller." + hashlib.sha256(str(home).encode()).hexdigest()[:10]
     path = Path.home() / "Library" / "LaunchAgents" / f"{label}.plist"
     command = " ".join(shlex.quote(a) for a in memcli_command(home))
     if schedule == "off":

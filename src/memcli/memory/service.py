@@ -1,7 +1,7 @@
 """MemoryService: the core API every face calls (remember, recall, list, get, update, forget, ...).
 
 It owns behaviour (validation, de-duplication, upserts, versions, hybrid recall); storage lives in
-:class:`memcli.store.MemoryStore`. It never imports a face and never reads configuration by itself.
+:class:`memcli.memory.store.MemoryStore`. It never imports a face and never reads configuration by itself.
 """
 
 from __future__ import annotations
@@ -9,27 +9,59 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memcli.audit import AuditEvent, clip, diff
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
+from memcli.memory.activity import daily_counts, scope_counts, store_stats
+from memcli.memory.audit import AuditEvent, clip, diff
+from memcli.memory.records import (
+    embed_memories,
+    not_in_namespace,
+    record_number,
+    record_to_memory,
+    redact_memory,
+    reembed_all,
+    reusable_vector,
+)
+from memcli.memory.rows import memory_to_row
+from memcli.memory.search import (
+    SearchOptions,
+    boost_span,
+    build_where,
+    rank,
+    relevance,
+    shortlist,
+)
+from memcli.memory.store import ACTIVE_FILTER, Candidates, quote
 from memcli.models import (
-    DEFAULT_NAMESPACE, SOURCES, DuplicateCheck, Memory, NewMemory, RecallHit, RememberResult, content_hash,
-    new_id, normalise_scope, now_ms, parse_duration_ms, validate_content, validate_importance, validate_key,
-    validate_metadata, validate_namespace, validate_project, validate_tags, validate_thread, validate_time_ms,
+    DEFAULT_NAMESPACE,
+    SOURCES,
+    DuplicateCheck,
+    Memory,
+    NewMemory,
+    RecallHit,
+    RememberResult,
+    content_hash,
+    new_id,
+    normalise_scope,
+    now_ms,
+    parse_duration_ms,
+    validate_content,
+    validate_importance,
+    validate_key,
+    validate_metadata,
+    validate_namespace,
+    validate_project,
+    validate_tags,
+    validate_thread,
+    validate_time_ms,
     write_note,
 )
-from memcli.records import (embed_memories, not_in_namespace, record_number, record_to_memory, redact_memory,
-                            reusable_vector)
 from memcli.redact import redact, redact_fields
-from memcli.search import SearchOptions, boost_span, build_where, rank, relevance, shortlist
-from memcli.rows import memory_to_row
-from memcli.store import ACTIVE_FILTER, Candidates, quote
 from memcli.textnorm import script_of
 
 if TYPE_CHECKING:
     from memcli.config import Config
-    from memcli.distill import DistillOptions, DistillPlan
     from memcli.embedders import Embedder
-    from memcli.store import MemoryStore
+    from memcli.memory.store import MemoryStore
 
 Progress = Callable[[int, int], None]
 
@@ -65,7 +97,7 @@ class MemoryService:
         """Open the store and embedder a Config describes (the home is made private, or tightened)."""
         from memcli.embedders import make_embedder
         from memcli.home import secure_home
-        from memcli.store import MemoryStore
+        from memcli.memory.store import MemoryStore
 
         try:
             secure_home(config.home)
@@ -190,7 +222,7 @@ class MemoryService:
                     related=[{"memory_id": h.memory.id, **(h.relation or {})} for h in similar if not _same(h)])
                 rows[i] = memory_to_row(mems[i], vec, cvec)
             # another thread, process or replica may have stored the same content since the look above: look
-            # again and add under the store's write lock (memcli.writelock), so each content is stored once
+            # again and add under the store's write lock (memcli.memory.writelock), so each content is stored once
             # (a new key too: two writers remembering one new key at once must not store two memories with it)
             idents = [_ident(mems[i]) for i in rows] + [(mems[i].namespace, "\x00key", mems[i].key or "")
                                                         for i in rows if mems[i].key is not None]
@@ -373,9 +405,9 @@ class MemoryService:
 
     @staticmethod
     def _relate(text: str, hits: list[RecallHit]) -> list[RecallHit]:
-        """Say of each similar memory whether it states the same fact as ``text`` (memcli.samefact): close in
+        """Say of each similar memory whether it states the same fact as ``text`` (memcli.facts.samefact): close in
         meaning is not the same fact ("always" / "never", 30 s / 30 min, staging / production)."""
-        from memcli.samefact import merge_verdict
+        from memcli.facts.samefact import merge_verdict
 
         for h in hits:
             h.relation = merge_verdict(h.memory.content, text).item()
@@ -514,7 +546,7 @@ class MemoryService:
         id another namespace holds is imported under an id derived from both: the same memory may be in two
         spaces); vectors reused when the exporting embedder matches and redaction changed nothing, else
         re-embedded. Secrets are redacted unless ``keep_secrets``."""
-        from memcli.store import same_embedder
+        from memcli.memory.store import same_embedder
 
         reuse = vectors_identity is not None and same_embedder(vectors_identity, self.embedder.identity())
         recs = list(records)
@@ -550,42 +582,22 @@ class MemoryService:
 
     # ------------------------------------------------------------------ maintenance
     def stats(self) -> dict[str, Any]:
-        rows = self.store.column_values(None, ["namespace", "scope", "tags", "expires_at", "status"])
-        now = now_ms()
-        by_ns: dict[str, int] = {}
-        by_scope: dict[str, int] = {}
-        by_tag: dict[str, int] = {}
-        expired = 0
-        by_status: dict[str, int] = {}
-        for r in rows:
-            by_status[r["status"] or "active"] = by_status.get(r["status"] or "active", 0) + 1
-            by_ns[r["namespace"]] = by_ns.get(r["namespace"], 0) + 1
-            by_scope[r["scope"]] = by_scope.get(r["scope"], 0) + 1
-            for t in r["tags"] or []:
-                by_tag[t] = by_tag.get(t, 0) + 1
-            if r["expires_at"] is not None and r["expires_at"] <= now:
-                expired += 1
-        return {
-            "total": len(rows), "expired": expired, "statuses": by_status, "namespaces": by_ns, "scopes": by_scope,
-            "tags": dict(sorted(by_tag.items(), key=lambda kv: -kv[1])[:50]),
-            "embedder": self.store.stored_identity, "store": self.store.uri,
-            "size_bytes": self.store.size_bytes(), "fragments": self.store.fragment_count(),
-            "indexes": sorted(self.store.index_names()),
-        }
+        """What the store holds: counts by status, namespace, scope and tag, the embedder, size and indexes."""
+        return store_stats(self.store, now=now_ms())
 
     def scope_counts(self) -> dict[str, Any]:
         """Memories per namespace and scope, as ``list`` shows them (the web view's sidebar)."""
-        from memcli.activity import scope_counts
-
         return scope_counts(self.store, default_namespace=self.namespace, now=now_ms())
 
     def daily_counts(self, *, days: int = 30, namespace: str | None = None, all_namespaces: bool = False,
                      tz_offset_minutes: int = 0) -> dict[str, Any]:
         """Memories created per day per scope over the last ``days`` days (the web view's chart)."""
-        from memcli.activity import daily_counts
-
         return daily_counts(self.store, namespace=None if all_namespaces else self._ns(namespace), days=days,
                             tz_offset_minutes=tz_offset_minutes, now=now_ms())
+
+    def require_owner(self) -> None:
+        """Store-wide maintenance (compact, reindex, distill) is the store owner's: this service allows it (a team
+        space's service refuses)."""
 
     def compact(self) -> dict[str, Any]:
         return self.store.compact(blocking=True)
@@ -593,63 +605,9 @@ class MemoryService:
     def reindex(self, *, progress: Progress | None = None, batch: int = 64) -> dict[str, Any]:
         """Re-embed every memory with the configured embedder into a new table, then switch to it.
         Interrupted, the old table stays active and nothing is lost."""
-        identity = self.embedder.identity()
-        name = f"memories_{now_ms()}"
-        new = self.store.new_table(name, int(identity["dim"]))
-        import pyarrow as pa
-
-        total = self.store.count()
-        done = 0
-        for mems in self.store.iter_batches(None, batch_size=batch):
-            own, ctx = embed_memories(self.embedder, mems)
-            rows = [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
-            new.add(pa.Table.from_pylist(rows, schema=new.schema))
-            done += len(mems)
-            if progress:
-                progress(done, total)
-        if new.count_rows() != total:
-            raise ValidationError("the store changed during reindex; run it again")
-        self.store.activate(name, identity)
-        self.store.compact(blocking=True)
+        done = reembed_all(self.store, self.embedder, progress=progress, batch=batch)
         self.calibration = self.embedder.calibration()
-        return {"reindexed": done, "embedder": identity, "table": name}
-
-    # ------------------------------------------------------------------ distill (memcli.distill)
-    def distill_plan(self, options: "DistillOptions | None" = None) -> "DistillPlan":
-        """What a distill would do (changes nothing)."""
-        from memcli.distill import Distiller
-
-        return Distiller(self.store, self.embedder, options).plan()
-
-    def distill_apply(self, options: "DistillOptions | None" = None, *,
-                      archive: Callable[[list[Memory]], None] | None = None) -> dict[str, Any]:
-        """Plan and apply a distill after tagging the table's version; ``{"ok", "tag", "counts", ...}``."""
-        from memcli.distill import Distiller
-
-        d = Distiller(self.store, self.embedder, options)
-        return d.apply(d.plan(), archive=archive)
-
-    def distill_undo(self, tag: str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
-        """Reverse what a distill run changed (default: the latest); later writes stay. ``dry_run``: only say."""
-        from memcli.distill_runs import DistillRuns
-
-        return DistillRuns(self.store).undo(tag, dry_run=dry_run)
-
-    def distill_explain(self, a: str, b: str, options: "DistillOptions | None" = None) -> dict[str, Any]:
-        """Why two memories would or would not merge (similarity, then the same-fact test)."""
-        from memcli.distill import Distiller
-
-        # distill is the owner's, of every namespace unless its options name one ("in different namespaces")
-        ns = options.namespace if options is not None else None
-        ma, mb = (self.get(r, namespace=ns, all_namespaces=ns is None) for r in (a, b))
-        return Distiller(self.store, self.embedder, options).explain(ma, mb)
-
-    def distill_tags(self) -> list[dict[str, Any]]:
-        """The distill tags, newest first: ``[{"tag", "version", "created_at"}]``."""
-        from memcli.distill_runs import DistillRuns
-
-        return DistillRuns(self.store).tags()
-
+        return done
 
 def _ident(m: Memory) -> tuple[str, str, str]:
     """What makes two memories exact duplicates: the same content in the same namespace and scope."""

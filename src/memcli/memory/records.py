@@ -8,16 +8,31 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from memcli.errors import ValidationError
+from memcli.memory.rows import memory_to_row
 from memcli.models import (
-    DEFAULT_NAMESPACE, MAX_TIME_MS, SOURCES, STATUSES, Memory, content_hash, new_id, normalise_scope, now_ms,
-    validate_content, validate_importance, validate_key, validate_metadata, validate_namespace, validate_project,
-    validate_tags, validate_thread,
+    DEFAULT_NAMESPACE,
+    MAX_TIME_MS,
+    SOURCES,
+    STATUSES,
+    Memory,
+    content_hash,
+    new_id,
+    normalise_scope,
+    now_ms,
+    validate_content,
+    validate_importance,
+    validate_key,
+    validate_metadata,
+    validate_namespace,
+    validate_project,
+    validate_tags,
+    validate_thread,
 )
 from memcli.redact import STORED_FIELDS, redact_fields
 
 if TYPE_CHECKING:
     from memcli.embedders import Embedder
-    from memcli.store import MemoryStore
+    from memcli.memory.store import MemoryStore
 
 Progress = Callable[[int, int], None]
 
@@ -165,3 +180,28 @@ def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]]) -> li
             taken.add(m.id)
             out.append((m, v))
     return out
+
+
+def reembed_all(store: "MemoryStore", embedder: "Embedder", *, progress: Callable[[int, int], None] | None = None,
+                batch: int = 64) -> dict[str, Any]:
+    """Every memory re-embedded with ``embedder`` into a new table, then the store switched to it (``memcli
+    reindex``): ``{"reindexed", "embedder", "table"}``. Interrupted, the old table stays active."""
+    import pyarrow as pa
+
+    identity = embedder.identity()
+    name = f"memories_{now_ms()}"
+    new = store.new_table(name, int(identity["dim"]))
+    total = store.count()
+    done = 0
+    for mems in store.iter_batches(None, batch_size=batch):
+        own, ctx = embed_memories(embedder, mems)
+        rows = [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
+        new.add(pa.Table.from_pylist(rows, schema=new.schema))
+        done += len(mems)
+        if progress:
+            progress(done, total)
+    if new.count_rows() != total:
+        raise ValidationError("the store changed during reindex; run it again")
+    store.activate(name, identity)
+    store.compact(blocking=True)
+    return {"reindexed": done, "embedder": identity, "table": name}

@@ -1,6 +1,6 @@
 """Index upkeep and compaction of the memories table, and cached facts about it that let searches skip work.
 
-A mixin of :class:`memcli.store.MemoryStore` (it uses the store's table, reader and counts). Compaction is
+A mixin of :class:`memcli.memory.store.MemoryStore` (it uses the store's table, reader and counts). Compaction is
 done by one process at a time (an flock beside a local store) and retried on commit conflicts; vector indexes
 get no deltas and are rebuilt once 10% of the rows are outside them (searched exactly meanwhile).
 """
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from memcli.errors import StoreError, clean_message
-from memcli.reader import quote
+from memcli.memory.reader import quote
 from memcli.textnorm import FTS_PARAMS
 
-log = logging.getLogger("memcli.store")
+log = logging.getLogger("memcli.memory.store")
 
 VECTOR_INDEX_MIN_ROWS = 10_000  # below this an exact scan is fast enough (~10 ms at 10k rows here)
 VECTOR_COLUMNS = ["vector", "context_vector"]
@@ -371,7 +371,7 @@ class IndexMaintenance:
             if not self.uri.lower().startswith("s3://"):
                 yield True
                 return
-            from memcli.objectstore import CompactionLease
+            from memcli.memory.objectstore import CompactionLease
 
             with CompactionLease(self.uri, getattr(self, "storage_options", {})).hold(blocking) as owner:
                 yield owner

@@ -1,5 +1,5 @@
 """BoardService: the task board agents share (the seed's Kanban tools), a second small core service beside
-:class:`memcli.service.MemoryService`, on the same store and in the same namespaces.
+:class:`memcli.memory.service.MemoryService`, on the same store and in the same namespaces.
 
 Cards have short human ids per namespace (``T-1``, ``T-2``…), a status (one of the configured columns), an
 assignee (an agent), labels, links to memories and a version (optimistic concurrency). Moves follow one rule
@@ -17,17 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memcli.boardstore import BoardStore, command_text, task_key
-from memcli.errors import ConflictError, MemcliError, NotFoundError, TransitionError, ValidationError, VersionConflictError
+from memcli.board.store import BoardStore, command_text, task_key
+from memcli.errors import (
+    ConflictError,
+    MemcliError,
+    NotFoundError,
+    TransitionError,
+    ValidationError,
+    VersionConflictError,
+)
+from memcli.memory.reader import quote
 from memcli.models import new_id, normalise_scope, now_ms, validate_tags
-from memcli.reader import quote
 
 if TYPE_CHECKING:
     from memcli.config import Config, JobConfig
+    from memcli.memory.service import MemoryService
     from memcli.models import Memory
-    from memcli.service import MemoryService
 
-log = logging.getLogger("memcli.board")
+log = logging.getLogger("memcli.board.service")
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 32_000
@@ -90,7 +97,7 @@ class JobRun:
                   exit_code=r.get("exit_code"), log_path=r.get("log_path") or "", started_at=int(r["started_at"]),
                   ended_at=r.get("ended_at"), error=r.get("error"), actor=r.get("actor"))
         if run.status == "running":
-            from memcli.jobs import supervisor_alive
+            from memcli.board.jobs import supervisor_alive
 
             # its supervisor was killed (or the machine restarted) before it could record a result
             if supervisor_alive(run.log_path) is False:
@@ -432,7 +439,7 @@ class BoardService:
         """Start the job the user configured under ``[jobs.<job>]`` for a card, in the background; its output
         goes to ``<home>/jobs/<task>-<job>-<ms>.log`` and its status to the card. Only a configured name is
         accepted: the command is the config file's, never the caller's."""
-        from memcli.jobs import open_locked_log, spawn_supervisor
+        from memcli.board.jobs import open_locked_log, spawn_supervisor
 
         if not isinstance(job, str) or job not in self.jobs:
             names = ", ".join(sorted(self.jobs)) or "none (add a [jobs.NAME] table with a command to config.toml)"

@@ -15,13 +15,18 @@ import json
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from memcli.audit import AuditEvent, clip
-from memcli.errors import NotFoundError, StoreError, ValidationError, VersionConflictError
+from memcli.errors import (
+    NotFoundError,
+    StoreError,
+    ValidationError,
+    VersionConflictError,
+)
+from memcli.memory.audit import AuditEvent, clip
+from memcli.memory.reader import quote
 from memcli.models import now_ms
-from memcli.reader import quote
 
 if TYPE_CHECKING:
-    from memcli.store import MemoryStore
+    from memcli.memory.store import MemoryStore
 
 TAG_PREFIX = "distill-"
 KEEP_TAGS = 20  # older distill tags are deleted, so compaction can reclaim their versions' files

@@ -9,7 +9,7 @@ first (:func:`check_conditional_put`): put one probe key twice with ``If-None-Ma
 
 The probe is a single SigV4-signed request made with the standard library and httpx (both already
 dependencies): boto3 is not, and neither lance nor pyarrow exposes a conditional PUT. Only the probe and the
-compaction lease use it; every data access goes through lance with :func:`storage_options_from_env`.
+compaction lease use it; every data access goes through lance with the options :func:`memcli.config.storage_options_from_env` reads (with the store URI's check).
 
 Nothing here reads the environment by itself: entry points pass it in.
 """
@@ -34,11 +34,10 @@ from typing import Any
 from urllib.parse import quote as _urlquote
 from urllib.parse import urlsplit
 
-from memcli.errors import ConfigError, StoreError
+from memcli.errors import StoreError
 
-log = logging.getLogger("memcli.objectstore")
+log = logging.getLogger("memcli.memory.objectstore")
 
-REMOTE_SCHEMES = ("s3", "s3+ddb", "gs", "az")
 PROBE_DIR = "_memcli/probes"
 LEASE_KEY = "_memcli/compact.lease"
 CREATE_LEASE_KEY = "_memcli/create.lease"
@@ -53,49 +52,6 @@ class ConditionalPutUnsupported(StoreError):
     lost silently."""
 
     code = "conditional_put_unsupported"
-
-
-# ---------------------------------------------------------------------------------------------- URIs and options
-def is_remote(uri: str) -> bool:
-    return "://" in uri
-
-
-def validate_store_uri(uri: str) -> str:
-    """A local path, ``file://`` path (returned as a path) or ``s3://bucket[/prefix]`` (also s3+ddb, gs, az)."""
-    uri = uri.strip()
-    if not is_remote(uri):
-        return uri
-    parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    if scheme == "file":
-        return parts.path
-    if scheme not in REMOTE_SCHEMES:
-        raise ConfigError(f"store URI {uri!r}: use a local path or s3://bucket/prefix "
-                          f"({', '.join(s + '://' for s in REMOTE_SCHEMES)} are supported)")
-    if not parts.netloc:
-        raise ConfigError(f"store URI {uri!r} names no bucket: use {scheme}://BUCKET/PREFIX")
-    return uri.rstrip("/")
-
-
-def storage_options_from_env(uri: str, env: Mapping[str, str]) -> dict[str, str]:
-    """Lance storage options for an s3:// URI from the usual AWS variables. Variables left unset are left
-    to lance's own credential chain (profiles, instance roles)."""
-    if not uri.lower().startswith("s3"):
-        return {}
-    opts: dict[str, str] = {}
-    for var, key in (("AWS_ACCESS_KEY_ID", "aws_access_key_id"), ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
-                     ("AWS_SESSION_TOKEN", "aws_session_token")):
-        if env.get(var):
-            opts[key] = env[var]
-    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
-    if region:
-        opts["aws_region"] = region
-    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT")
-    if endpoint:
-        opts["aws_endpoint"] = endpoint.rstrip("/")
-        if endpoint.lower().startswith("http://"):
-            opts["allow_http"] = "true"  # a local MinIO/moto: lance refuses plain HTTP unless told
-    return opts
 
 
 @dataclass
@@ -290,7 +246,7 @@ class CompactionLease:
 
 
 class DedupLeases:
-    """Leases on content identities (memcli.writelock): replicas remembering the same text at once take turns
+    """Leases on content identities (memcli.memory.writelock): replicas remembering the same text at once take turns
     to look for it and write it. A lease is an object ``_memcli/dedup/<name>`` created with ``If-None-Match: *``
     and deleted after the write; one older than DEDUP_STALE_SECONDS is taken over (its holder died, or a
     write took that long). A writer takes every lease of its batch at once or none (it gives back what it got

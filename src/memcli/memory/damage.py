@@ -1,4 +1,4 @@
-"""Telling a damaged table from a missing one, for :class:`memcli.store.MemoryStore`'s opening.
+"""Telling a damaged table from a missing one, for :class:`memcli.memory.store.MemoryStore`'s opening.
 
 lance reports a table whose ``_versions`` manifests were deleted exactly as it reports one that never existed
 ("was not found"). Created anew, it would hide every memory its data files hold (and the next compaction

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcli.errors import MemcliError
+from memcli.memory.reader import quote
 from memcli.models import new_id, now_ms
-from memcli.reader import quote
 
-log = logging.getLogger("memcli.audit")
+log = logging.getLogger("memcli.memory.audit")
 
 AUDIT_TABLE = "memcli_audit"
 MAX_VALUE_CHARS = 2_000  # an old/new content longer than this is kept clipped: the log is not a backup

@@ -1,4 +1,5 @@
-"""Counts for a monitor view: memories per namespace and scope, and memories written per day per scope.
+"""Counts: what a store holds (``stats``), and for a monitor view memories per namespace and scope and memories
+written per day per scope.
 
 Pure functions over the store's rows (core: no face imports). They count what ``list`` shows — the same
 ``build_where`` filter, so memories that ``list`` hides (expired today; whatever else the core hides later)
@@ -10,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memcli.errors import ValidationError
-from memcli.search import build_where
+from memcli.memory.search import build_where
 
 if TYPE_CHECKING:
-    from memcli.store import MemoryStore
+    from memcli.memory.store import MemoryStore
 
 DAY_MS = 86_400_000
 MAX_DAYS = 366
@@ -71,3 +72,29 @@ def daily_counts(store: "MemoryStore", *, namespace: str | None, days: int, tz_o
     out.sort(key=lambda d: (-d["total"], d["scope"]))
     return {"days": labels, "series": out, "total": sum(d["total"] for d in out),
             "namespace": namespace, "tz_offset": tz_offset_minutes}
+
+
+def store_stats(store: "MemoryStore", *, now: int) -> dict[str, Any]:
+    """``memcli stats``: every row counted by status, namespace, scope and tag (the 50 most used), the expired ones,
+    and the store's embedder, location, size, fragments and indexes."""
+    rows = store.column_values(None, ["namespace", "scope", "tags", "expires_at", "status"])
+    by_ns: dict[str, int] = {}
+    by_scope: dict[str, int] = {}
+    by_tag: dict[str, int] = {}
+    by_status: dict[str, int] = {}
+    expired = 0
+    for r in rows:
+        by_status[r["status"] or "active"] = by_status.get(r["status"] or "active", 0) + 1
+        by_ns[r["namespace"]] = by_ns.get(r["namespace"], 0) + 1
+        by_scope[r["scope"]] = by_scope.get(r["scope"], 0) + 1
+        for t in r["tags"] or []:
+            by_tag[t] = by_tag.get(t, 0) + 1
+        if r["expires_at"] is not None and r["expires_at"] <= now:
+            expired += 1
+    return {
+        "total": len(rows), "expired": expired, "statuses": by_status, "namespaces": by_ns, "scopes": by_scope,
+        "tags": dict(sorted(by_tag.items(), key=lambda kv: -kv[1])[:50]),
+        "embedder": store.stored_identity, "store": store.uri,
+        "size_bytes": store.size_bytes(), "fragments": store.fragment_count(),
+        "indexes": sorted(store.index_names()),
+    }

@@ -1,4 +1,4 @@
-"""The word lists of the same-fact test (:mod:`memcli.samefact`): generic words, negations, kinds of words
+"""The word lists of the same-fact test (:mod:`memcli.facts.samefact`): generic words, negations, kinds of words
 where each word names one value, units, and a few synonyms. General English and Chinese, not tuned to any
 one store: a word missing here makes the test stricter (a merge not made), never looser."""
 

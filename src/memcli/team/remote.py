@@ -30,11 +30,26 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from memcli.errors import (
-    AmbiguousIdError, ConfigError, ConflictError, ForbiddenError, MemcliError, NotFoundError, TransitionError,
-    UnreachableError, ValidationError, VersionConflictError,
+    AmbiguousIdError,
+    ConfigError,
+    ConflictError,
+    ForbiddenError,
+    MemcliError,
+    NotFoundError,
+    TransitionError,
+    UnreachableError,
+    ValidationError,
+    VersionConflictError,
 )
 from memcli.home import HOME_HEADER, read_auth, running_server
-from memcli.models import DuplicateCheck, Memory, RecallHit, RememberResult, normalise_scope, validate_metadata
+from memcli.models import (
+    DuplicateCheck,
+    Memory,
+    RecallHit,
+    RememberResult,
+    normalise_scope,
+    validate_metadata,
+)
 from memcli.proof import CHALLENGE_HEADER, VERIFIED, proof_ok, verified_mark
 
 if TYPE_CHECKING:
@@ -108,14 +123,14 @@ class _StoreInfo:
 
 
 class RemoteEvent(dict):  # type: ignore[type-arg]
-    """An audit event as the server sent it (``to_dict`` like :class:`memcli.audit.AuditEvent`)."""
+    """An audit event as the server sent it (``to_dict`` like :class:`memcli.memory.audit.AuditEvent`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self)
 
 
 class RemoteService:
-    """The memory API of :class:`memcli.service.MemoryService`, answered by a memcli server."""
+    """The memory API of :class:`memcli.memory.service.MemoryService`, answered by a memcli server."""
 
     def __init__(self, endpoint: Endpoint, *, namespace: str, project: str | None = None,
                  strict: bool = False, agent: str | None = None, home: Path | None = None,
@@ -449,7 +464,7 @@ class RemoteService:
 
 def _check_records(records: Sequence[Any]) -> None:
     """The validation ``MemoryService.import_records`` does before it writes anything."""
-    from memcli.records import record_number, record_to_memory
+    from memcli.memory.records import record_number, record_to_memory
 
     for i, raw in enumerate(records):
         with record_number(i, raw) as r:

@@ -10,7 +10,7 @@ the audit log has it whole). The answer becomes the memory's content, version + 
 Every doubt refuses: no endpoint configured, a request over ``[server] merge_token_budget`` tokens, an
 error, a timeout (``[server] merge_timeout``), an empty, over-long or "CONFLICT" answer → the caller gets the
 412 it would have had, with the current version. Nothing is ever overwritten silently. The core does not
-import a face; :mod:`memcli.spaces` calls :meth:`ConflictResolver.merge` from ``SpaceService.update``.
+import a face; :mod:`memcli.team.spaces` calls :meth:`ConflictResolver.merge` from ``SpaceService.update``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from memcli.audit import MAX_VALUE_CHARS, AuditEvent
-from memcli.condense import LlmSettings, complete, estimate_tokens
+from memcli.distill.condense import LlmSettings, complete, estimate_tokens
 from memcli.errors import MemcliError, ValidationError
+from memcli.memory.audit import MAX_VALUE_CHARS, AuditEvent
 from memcli.models import Memory, validate_content
 
 if TYPE_CHECKING:
     from memcli.config import Config
 
-log = logging.getLogger("memcli.conflict")
+log = logging.getLogger("memcli.team.conflict")
 
 REFUSE, LLM_MERGE = "refuse", "llm-merge"
 MODES = (REFUSE, LLM_MERGE)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcli.errors import ValidationError
+from memcli.memory.store import ACTIVE_FILTER, quote
 from memcli.models import MAX_TIME_MS, Memory, RecallHit
-from memcli.store import ACTIVE_FILTER, quote
 from memcli.textnorm import CJK_CHAR_RE
 
 

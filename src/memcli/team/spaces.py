@@ -19,13 +19,24 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memcli.errors import ForbiddenError, NotFoundError, ValidationError, VersionConflictError
-from memcli.models import Memory, normalise_scope, now_ms, validate_content, validate_namespace
-from memcli.reader import quote
-from memcli.service import MemoryService
+from memcli.errors import (
+    ForbiddenError,
+    NotFoundError,
+    ValidationError,
+    VersionConflictError,
+)
+from memcli.memory.reader import quote
+from memcli.memory.service import MemoryService
+from memcli.models import (
+    Memory,
+    normalise_scope,
+    now_ms,
+    validate_content,
+    validate_namespace,
+)
 
 if TYPE_CHECKING:
-    from memcli.conflict import ConflictResolver
+    from memcli.team.conflict import ConflictResolver
 
 SPACES_TABLE = "memcli_spaces"
 TOKEN_PREFIX = "mnemo_"
@@ -82,7 +93,7 @@ def _schema() -> Any:
 
 
 def _conflict_field() -> Any:
-    """A space row's stale-update policy (memcli.conflict): refuse | llm-merge; NULL (rows made before the
+    """A space row's stale-update policy (memcli.team.conflict): refuse | llm-merge; NULL (rows made before the
     column existed, token rows) reads as refuse."""
     import pyarrow as pa
 
@@ -157,7 +168,7 @@ class SpaceRegistry:
 
     def create(self, space: str, agent: str, conflict: str = "refuse") -> tuple[str, TokenInfo]:
         """A new space and its first token, for ``agent``; ``conflict``: refuse | llm-merge (stale updates)."""
-        from memcli.conflict import check_mode
+        from memcli.team.conflict import check_mode
 
         space = validate_namespace(space)
         agent = _agent(agent)
@@ -189,7 +200,7 @@ class SpaceRegistry:
 
     def set_conflict(self, space: str, mode: str) -> dict[str, Any]:
         """Set a space's stale-update policy; the space as :meth:`spaces` lists it."""
-        from memcli.conflict import check_mode
+        from memcli.team.conflict import check_mode
 
         space = validate_namespace(space)
         mode = check_mode(mode)
@@ -287,7 +298,7 @@ class SpaceService(MemoryService):
                expected_version: int | None = None, source: str = "cli", namespace: str | None = None,
                **other: Any) -> Memory:
         """As :meth:`MemoryService.update` (in this space, whatever ``namespace`` says); a stale content update
-        of a space set to ``llm-merge`` is merged by the LLM (see :mod:`memcli.conflict`) instead of refused,
+        of a space set to ``llm-merge`` is merged by the LLM (see :mod:`memcli.team.conflict`) instead of refused,
         when it can be."""
         try:
             return super().update(ref, content=content, tags=tags, expected_version=expected_version,
@@ -302,8 +313,8 @@ class SpaceService(MemoryService):
                source: str, other: dict[str, Any]) -> Memory | None:
         """The stale update merged and written, or None: refuse. Only the content (and tags: their union) is
         merged; an update of any other field, or without content, stays refused."""
-        from memcli.conflict import MergedMemory
         from memcli.models import validate_tags
+        from memcli.team.conflict import MergedMemory
 
         if self.conflicts is None or content is None or expected is None or any(
                 v is not None for k, v in other.items() if k not in ("action", "note", "keep_secrets")):
@@ -355,11 +366,11 @@ class SpaceService(MemoryService):
         raise ForbiddenError("store maintenance needs the server's admin token, not a space token")
 
     compact = reindex = distill = _refuse  # type: ignore[assignment]
-    distill_plan = distill_apply = distill_undo = distill_tags = _refuse  # type: ignore[assignment]
+    require_owner = _refuse  # type: ignore[assignment]  # distill (memcli.distill.service) asks it
 
     def scope_counts(self) -> dict[str, Any]:
         """The web view's sidebar, for this space only (other spaces' names are not the caller's to see)."""
-        from memcli.activity import scope_counts
+        from memcli.memory.activity import scope_counts
 
         return scope_counts(self.store, default_namespace=self.namespace, now=now_ms(), only=self.namespace)
 

@@ -30,9 +30,22 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memcli.samefact_words import (  # noqa: I001
-    CJK_HEDGES, CJK_NEG_NOT, CJK_NEGATORS, CJK_NUM_COMPOUNDS, CJK_POLES, CJK_STOP_CHARS, CJK_SYNONYMS, EN_GENERIC,
-    EN_HEDGES, EN_NEGATORS, EN_NUMBERS, EN_STOP, EN_SYNONYMS, POLES, UNITS,
+from memcli.facts.words import (  # noqa: I001
+    CJK_HEDGES,
+    CJK_NEG_NOT,
+    CJK_NEGATORS,
+    CJK_NUM_COMPOUNDS,
+    CJK_POLES,
+    CJK_STOP_CHARS,
+    CJK_SYNONYMS,
+    EN_GENERIC,
+    EN_HEDGES,
+    EN_NEGATORS,
+    EN_NUMBERS,
+    EN_STOP,
+    EN_SYNONYMS,
+    POLES,
+    UNITS,
 )
 
 SAME, CONFLICT, RELATED = "same", "conflict", "related"

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memcli.memory.reader import quote
 from memcli.models import content_hash
-from memcli.reader import quote
 from memcli.redact import redact
 
 if TYPE_CHECKING:
-    from memcli.remote import RemoteService
-    from memcli.service import MemoryService
+    from memcli.memory.service import MemoryService
+    from memcli.team.remote import RemoteService
 
 PUSH_BATCH = 200
 Progress = Callable[[int, int], None]

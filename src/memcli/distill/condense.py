@@ -86,7 +86,7 @@ class Condenser:
     def same_fact(self, first: str, second: str) -> bool:
         """Does the model confirm that ``second`` states the same fact as ``first`` (nothing in it that the
         first does not say, nothing that differs)? False on any doubt, failure or spent budget: a candidate
-        the model does not confirm is not merged. Only asked of pairs no rule vetoed (memcli.samefact)."""
+        the model does not confirm is not merged. Only asked of pairs no rule vetoed (memcli.facts.samefact)."""
         user = (f"Memory A: {first[:MAX_INPUT_CHARS // 2]}\nMemory B: {second[:MAX_INPUT_CHARS // 2]}\n"
                 "Answer SAME or DIFFERENT.")
         need = estimate_tokens(JUDGE + user) + 8

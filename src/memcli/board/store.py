@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memcli import damage
 from memcli.errors import StoreError
-from memcli.reader import Reader, quote
+from memcli.memory import damage
+from memcli.memory.reader import Reader, quote
 
-log = logging.getLogger("memcli.board")
+log = logging.getLogger("memcli.board.service")
 
 TASKS_TABLE = "memcli_tasks"
 RUNS_TABLE = "memcli_job_runs"

@@ -19,15 +19,27 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from memcli import damage
-from memcli.audit import AuditLog
-from memcli.errors import AmbiguousIdError, EmbedderMismatchError, NotFoundError, StoreError, ValidationError
+from memcli.errors import (
+    AmbiguousIdError,
+    EmbedderMismatchError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
+from memcli.memory import damage
+from memcli.memory.audit import AuditLog
+from memcli.memory.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
+from memcli.memory.reader import Reader, quote
+from memcli.memory.rows import (
+    COLUMNS,
+    memory_schema,
+    row_search_text,
+    row_to_memory,
+    status_fields,
+)
+from memcli.memory.writelock import WriteLock
 from memcli.models import MIN_PREFIX, Memory
-from memcli.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
-from memcli.reader import Reader, quote
-from memcli.rows import COLUMNS, memory_schema, row_search_text, row_to_memory, status_fields
 from memcli.textnorm import query_text
-from memcli.writelock import WriteLock
 
 os.environ.setdefault("LANCE_LOG", "error")  # lance's Rust deprecation chatter must not reach stderr/stdout
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")  # and neither must its index-stats warning
@@ -107,7 +119,7 @@ class MemoryStore(IndexMaintenance):
         self._fts_ready = False
         self._token_best: dict[tuple[str, str | None], tuple[float, float]] = {}
         self.facts = TableFacts()
-        self.write_lock = WriteLock(uri, self.storage_options)  # remember's check-then-write (memcli.writelock)
+        self.write_lock = WriteLock(uri, self.storage_options)  # remember's check-then-write (memcli.memory.writelock)
         try:
             import lancedb
 
@@ -168,7 +180,7 @@ class MemoryStore(IndexMaintenance):
         table = self._open_table(name)
         if table is not None:
             return table
-        from memcli.objectstore import creation_guard
+        from memcli.memory.objectstore import creation_guard
 
         with creation_guard(self.uri, self.storage_options):
             table = self._open_table(name)

@@ -1,6 +1,6 @@
 """Board jobs: run a job the user configured (``[jobs.NAME]``) in the background, and record how it ended.
 
-:func:`spawn_supervisor` starts ``python -m memcli.jobs SPEC`` in its own session, so a job outlives the
+:func:`spawn_supervisor` starts ``python -m memcli.board.jobs SPEC`` in its own session, so a job outlives the
 process that triggered it (a one-shot ``memcli board run`` exits at once; a server may restart). The
 supervisor runs the job's argv without a shell, in a new process group, with its output appended to the run's
 log; past the timeout it kills the whole group (SIGTERM, then SIGKILL) and marks the run ``timed-out``; then
@@ -38,7 +38,7 @@ def spawn_supervisor(spec: dict[str, Any], env: dict[str, str], log: IO[bytes]) 
     """Start the supervisor of one run (detached, its own session); returns its pid. ``spec``: data_uri,
     run_id, argv, cwd, timeout, log_path; ``env``: the job's environment; ``log``: the run's locked log
     (:func:`open_locked_log`), which becomes the supervisor's stdout/stderr (its own errors land there)."""
-    proc = subprocess.Popen([sys.executable, "-m", "memcli.jobs", json.dumps(spec)], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "memcli.board.jobs", json.dumps(spec)], stdin=subprocess.DEVNULL,
                             stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
     # reap it when it ends, or a long-running server collects zombies
     threading.Thread(target=proc.wait, name=f"memcli-job-{spec['run_id'][-8:]}", daemon=True).start()
@@ -141,7 +141,7 @@ class RunRecorder:
     def __init__(self, data_uri: str) -> None:
         import lance
 
-        from memcli.boardstore import RUNS_TABLE
+        from memcli.board.store import RUNS_TABLE
 
         self.lance = lance
         self.uri = f"{data_uri.rstrip('/')}/{RUNS_TABLE}.lance"
@@ -149,7 +149,7 @@ class RunRecorder:
     def finish(self, run_id: str, values: dict[str, Any]) -> None:
         import pyarrow as pa
 
-        from memcli.reader import quote
+        from memcli.memory.reader import quote
 
         ds = self.lance.dataset(self.uri)
         rows = ds.to_table(filter=f"run_id = {quote(run_id)}").to_pylist()
@@ -168,7 +168,7 @@ class RunRecorder:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m memcli.jobs SPEC``: supervise one run and record its result on the board."""
+    """``python -m memcli.board.jobs SPEC``: supervise one run and record its result on the board."""
     from memcli.models import now_ms
 
     spec = json.loads(argv[1])

@@ -5,12 +5,12 @@ Steps, in order (:meth:`Distiller.plan` computes them all and changes nothing):
 1. **archive** active memories whose TTL has passed (``status = archived``; the row stays, undo brings it back);
 2. **merge** memories that state the same fact. Similarity proposes: within one namespace, pairs whose
    *calibrated* similarity (the embedder's raw cosine mapped as ``check_duplicate`` maps it) is ≥
-   ``threshold`` are candidates. The same-fact test decides (:mod:`memcli.samefact`): a candidate merges into
+   ``threshold`` are candidates. The same-fact test decides (:mod:`memcli.facts.samefact`): a candidate merges into
    a *keeper* (highest importance, then a deliberate memory before a captured turn, then the most recent) only
    when the keeper states everything it states and nothing tells them apart — no other value, unit, version,
    identifier, negation, opposite word, environment, day… An LLM, when configured, may confirm a candidate the
    rules are unsure of, never one they vetoed. The keeper keeps its content (extractive; or an LLM
-   condensation, :mod:`memcli.condense`, when asked), gets the union of the tags, the highest importance and
+   condensation, :mod:`memcli.distill.condense`, when asked), gets the union of the tags, the highest importance and
    ``merged_from``; the others become ``superseded`` (``superseded_by`` = the keeper), never deleted. Clusters
    are *stars* around their keeper, so no chain of small steps merges two different facts, and a second run
    plans nothing. Memories with a caller ``key`` are never merged away.
@@ -22,7 +22,7 @@ Steps, in order (:meth:`Distiller.plan` computes them all and changes nothing):
 5. **compact** the table after applying.
 
 :meth:`Distiller.apply` first tags the table's version and records what it will change
-(:mod:`memcli.distill_runs`), then writes every row change in **one** ``merge_insert`` commit, each row
+(:mod:`memcli.distill.runs`), then writes every row change in **one** ``merge_insert`` commit, each row
 conditioned on the version the plan read: a crash leaves the old state or the new one, never half of it; a
 memory changed by someone else meanwhile makes the apply put back the rows it changed, in one more commit
 (a :class:`VersionConflictError`: run it again). One audit record per change (``merge``, ``supersede``,
@@ -38,22 +38,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memcli.audit import AuditEvent, clip
+from memcli.distill.runs import WATERMARK, DistillRuns
 from memcli.errors import StoreError, ValidationError, VersionConflictError
+from memcli.memory.audit import AuditEvent, clip
+from memcli.memory.reader import quote
+from memcli.memory.records import embed_memories
+from memcli.memory.rows import STATUS_COLUMNS, row_search_text, row_to_memory
+from memcli.memory.store import ACTIVE_FILTER
 from memcli.models import ACTIVE, ARCHIVED, SUPERSEDED, Memory, now_ms
-from memcli.reader import quote
-from memcli.distill_runs import WATERMARK, DistillRuns
-from memcli.records import embed_memories
-from memcli.rows import STATUS_COLUMNS, row_search_text, row_to_memory
-from memcli.store import ACTIVE_FILTER
 
 if TYPE_CHECKING:
-    from memcli.condense import LlmSettings
     from memcli.config import Config
+    from memcli.distill.condense import LlmSettings
     from memcli.embedders import Embedder
-    from memcli.store import MemoryStore
+    from memcli.memory.store import MemoryStore
 
-MERGE_THRESHOLD = 0.80  # candidates only: memcli.samefact decides (bench/distill_pairs.py)
+MERGE_THRESHOLD = 0.80  # candidates only: memcli.facts.samefact decides (bench/distill_pairs.py)
 PROMOTE_IMPORTANCE = 0.8
 WATERMARK_MARGIN_MS = 10 * 60_000
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
@@ -77,7 +77,7 @@ class DistillOptions:
     def from_config(cls, config: "Config", *, llm: bool | None = None, threshold: float | None = None,
                     namespace: str | None = None) -> "DistillOptions":
         """The options a Config describes (``[distill]``; the LLM endpoint of ``[hooks]``), with overrides."""
-        from memcli.condense import LlmSettings
+        from memcli.distill.condense import LlmSettings
 
         d, h = config.distill, config.hooks
         use_llm = d.llm if llm is None else llm
@@ -168,9 +168,9 @@ class Distiller:
         self.runs = DistillRuns(store)
 
     def llm(self) -> Any:
-        """The LLM of this run (memcli.condense.Condenser), when one is configured; else None."""
+        """The LLM of this run (memcli.distill.condense.Condenser), when one is configured; else None."""
         if self._llm is None and self.options.llm is not None:
-            from memcli.condense import Condenser
+            from memcli.distill.condense import Condenser
 
             self._llm = Condenser(self.options.llm)
         return self._llm
@@ -229,7 +229,7 @@ class Distiller:
     def _clusters(self, mems: list[Memory], vecs: Any, since: int | None = None
                   ) -> tuple[list[MergeStep], list[dict[str, Any]]]:
         """Star clusters of one namespace, and the conflicts found on the way. Similarity proposes: each pair at
-        least ``threshold`` similar is a candidate. The same-fact test decides (:mod:`memcli.samefact`): each
+        least ``threshold`` similar is a candidate. The same-fact test decides (:mod:`memcli.facts.samefact`): each
         unassigned memory, best first, takes the candidates whose every statement it makes too, with nothing
         that tells them apart; an LLM, when configured, may confirm a candidate the rules are unsure of, never
         one they vetoed. A candidate pair about the same subject with different values is a *conflict*: listed,
@@ -237,7 +237,13 @@ class Distiller:
         others were compared by the distill that set it): O(new × all), not O(all²)."""
         import numpy as np
 
-        from memcli.samefact import CONFLICT, RELATED, Verdict, compare, merge_verdict
+        from memcli.facts.samefact import (
+            CONFLICT,
+            RELATED,
+            Verdict,
+            compare,
+            merge_verdict,
+        )
 
         n = len(mems)
         if n < 2:
@@ -330,7 +336,7 @@ class Distiller:
         same-fact test's verdict, in plain words (``memcli distill --explain A B``)."""
         import numpy as np
 
-        from memcli.samefact import compare, explain, same_fact
+        from memcli.facts.samefact import compare, explain, same_fact
 
         vecs = {r["id"]: np.asarray(r["vector"], dtype=np.float32) for r in self.store.read_rows(
             f"id IN ({quote(a.id)}, {quote(b.id)})", ["id", "vector"])}

@@ -12,7 +12,7 @@ race only wasted it). What the lock is:
   machine). A store the lock file cannot be made in (a read-only directory) goes without it: nothing can be
   written there anyway, and the write says so.
 - an ``s3://`` (or ``s3+ddb://``) store: also one lease object per content identity
-  (:class:`memcli.objectstore.DedupLeases`, a conditional PUT), so replicas on other machines writing the same
+  (:class:`memcli.memory.objectstore.DedupLeases`, a conditional PUT), so replicas on other machines writing the same
   text wait for each other and replicas writing other texts never do. Without a key pair to sign the
   lease requests, or on a store that does not honour the condition, replicas go without it.
 - ``gs://`` and ``az://``: the lock of this process only; replicas of such a store can still each store one
@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING
 from memcli.errors import StoreError
 
 if TYPE_CHECKING:
-    from memcli.objectstore import DedupLeases
+    from memcli.memory.objectstore import DedupLeases
 
-log = logging.getLogger("memcli.store")
+log = logging.getLogger("memcli.memory.store")
 LOCK_FILE = ".write.lock"
 # A writer waits this long for the lock (a holder's commit may retry while other writers commit: the store's
 # own WRITE_RETRY_SECONDS), then fails as a busy store does: nothing written, try again. Never forever: a
@@ -78,7 +78,7 @@ class WriteLock:
         self._lock = _process_lock(os.path.realpath(uri) if self.local else uri)
         self._leases: "DedupLeases | None" = None
         if not self.local and uri.lower().startswith("s3"):
-            from memcli.objectstore import DedupLeases
+            from memcli.memory.objectstore import DedupLeases
 
             self._leases = DedupLeases(uri, self.storage_options)
 
