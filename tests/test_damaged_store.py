@@ -348,3 +348,18 @@ def test_a_damaged_board_table_is_named_and_never_written_over(home: Path, cli: 
         assert "board table" in body["error"] and "damaged" in body["error"] and "restore" in body["error"], body
     assert _files(tasks) == before
     cli.no_source_paths()
+
+
+def test_a_spaces_table_without_versions_is_named_and_never_recreated(home: Path, cli: Cli) -> None:
+    """Recreating the team spaces table over its rows would revoke every space token in silence."""
+    p = cli("space", "create", "acme", "--agent", "alice", "--json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    spaces = _table(home, "memcli_spaces")
+    shutil.rmtree(spaces / "_versions")
+    before = _files(spaces)
+    listed, created = cli.many(("space", "list", "--json"), ("space", "create", "beta", "--agent", "bob", "--json"))
+    for ran in (listed, created):
+        body = cli.error(ran=ran)
+        assert "spaces table" in body["error"] and "damaged" in body["error"] and "restore" in body["error"], body
+    assert _files(spaces) == before
+    cli.no_source_paths()

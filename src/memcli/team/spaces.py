@@ -25,6 +25,7 @@ from memcli.errors import (
     ValidationError,
     VersionConflictError,
 )
+from memcli.memory import damage
 from memcli.memory.reader import quote
 from memcli.memory.service import MemoryService
 from memcli.models import (
@@ -123,7 +124,17 @@ class SpaceRegistry:
                 if self._table is None:
                     try:
                         self._table = self.db.open_table(SPACES_TABLE)
-                    except (ValueError, FileNotFoundError):
+                    except (OSError, RuntimeError, ValueError) as exc:
+                        missing = isinstance(exc, FileNotFoundError) or "was not found" in str(exc)
+                        if not missing and "://" not in self.db.uri:  # a garbled manifest: never recreated
+                            raise damage.damaged(self.db.uri, SPACES_TABLE, f"its latest version cannot be read "
+                                                 f"({exc})", label="the spaces table") from exc
+                        if not missing:
+                            raise
+                        # its manifests gone but its tokens' rows still there: recreating it would revoke every
+                        # token in silence (memcli.memory.damage)
+                        damage.refuse_leftovers(self.db, self.db.uri, SPACES_TABLE, label="the spaces table",
+                                                opens=lambda: damage.can_open(self.db, SPACES_TABLE))
                         try:
                             self._table = self.db.create_table(SPACES_TABLE, schema=_schema())
                         except (ValueError, OSError):  # another process created it first
