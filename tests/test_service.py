@@ -45,7 +45,8 @@ def test_exact_same_content_is_idempotent(service: MemoryService) -> None:
 
 def test_the_same_content_written_at_once_by_two_handles_is_stored_once(home: Path) -> None:
     """Two handles of one store (two processes' worth: a server and a `memcli mcp` beside it) remember the
-    same text at the same moment: both look, find nothing, embed; only one may write, and both are told its id."""
+    same text at the same moment: both look, find nothing, embed; only one may write, and both are told its id
+    (each batch holding the text twice, as a server's write group of several callers does)."""
     import threading
 
     svcs = [MemoryService.open(load_config(home)) for _ in range(2)]
@@ -60,7 +61,8 @@ def test_the_same_content_written_at_once_by_two_handles_is_stored_once(home: Pa
 
     def write(k: int) -> None:
         results[k] = svcs[k].remember_many([NewMemory(content="the staging database is db-stg-2"),
-                                            NewMemory(content=f"a fact only handle {k} knows")])
+                                            NewMemory(content=f"a fact only handle {k} knows"),
+                                            NewMemory(content="The staging database is  db-stg-2")])
 
     threads = [threading.Thread(target=write, args=(k,)) for k in range(2)]
     try:
@@ -75,6 +77,9 @@ def test_the_same_content_written_at_once_by_two_handles_is_stored_once(home: Pa
     same = [r["id"] for r in rows if r["content"] == "the staging database is db-stg-2"]
     assert len(same) == 1, f"stored {len(same)} times"
     assert [res[0].memory_id for res in results] == same * 2  # type: ignore[index]
+    # the text twice in one batch: the second is told the id the first was told, the stored one (a server's
+    # write group holds several callers' writes; each must hear the id that exists)
+    assert [res[2].memory_id for res in results] == same * 2  # type: ignore[index]
     assert sorted(res[0].created for res in results) == [False, True]  # type: ignore[index]
     assert len(rows) == 3 and all(res[1].created for res in results)  # type: ignore[index]
 

@@ -188,6 +188,7 @@ class MemoryService:
         seen: dict[tuple[str, str, str], int] = {}
         new_keys: dict[tuple[str, str], int] = {}
         later: list[tuple[int, int | str]] = []  # (item, the memory its key names: an item of this batch, or an id)
+        again: list[tuple[int, int]] = []  # (item, the earlier item of this batch with the same content)
         stored = self._existing_by_hash(mems, now)  # one query for the whole batch, not one per item
         for i, m in enumerate(mems):
             if m.key is not None:
@@ -200,8 +201,8 @@ class MemoryService:
                     later.append((i, new_keys[(m.namespace, m.key)]))
                     continue
             ident = (m.namespace, m.scope, m.content_hash)
-            if ident in seen:
-                results[i] = RememberResult(memory_id=mems[seen[ident]].id, created=False)
+            if ident in seen:  # told the first copy's id once the write below settled which id that is
+                again.append((i, seen[ident]))
                 continue
             if ident in stored:
                 results[i] = RememberResult(memory_id=stored[ident], created=False)
@@ -252,6 +253,8 @@ class MemoryService:
                 raise VersionConflictError(f"memory {mid} was forgotten while key {mems[i].key} was remembered; try again")
             self._upsert_by_key(existing, mems[i], source, actor(i), items[i].keep_secrets)
             results[i] = RememberResult(memory_id=mid, created=False, updated=True)
+        for i, first in again:  # the first copy may have been found stored by another writer under the lock
+            results[i] = RememberResult(memory_id=results[first].memory_id, created=False)  # type: ignore[union-attr]
         return [r for r in results if r is not None]
 
     def _by_key(self, m: Memory) -> Memory | None:
