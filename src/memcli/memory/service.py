@@ -524,9 +524,9 @@ class MemoryService:
         ns = self._id_ns(namespace, all_namespaces)
         try:
             mid = self.store.resolve_id(ref, namespace=ns)
-        except NotFoundError:
-            ref_id = ref.strip().lower()
-            events = self.store.audit.history(ref_id)
+        except NotFoundError:  # forgotten: the audit log still knows it (by a short id too)
+            ref_id = self.store.audit.resolve(ref, ns)
+            events = self.store.audit.history(ref_id) if ref_id else []
             if not events or (ns is not None and any(e.namespace != ns for e in events)):
                 raise
             return events
