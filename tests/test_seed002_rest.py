@@ -206,3 +206,19 @@ def test_an_idempotency_key_makes_a_retried_write_answer_the_same_and_write_noth
     one = curl("-X", "POST", "$URL/api/memories/batch", "-H", auth, "-H", "Idempotency-Key: b-1", "-d", batch)
     two = curl("-X", "POST", "$URL/api/memories/batch", "-H", auth, "-H", "Idempotency-Key: b-1", "-d", batch)
     assert one[1] == two[1] and two[2]["idempotent-replayed"] == "true"
+
+
+def test_the_answers_kept_for_retries_are_bounded() -> None:
+    """Answers of keyed writes stay within their byte budget (a batch's answer is large), oldest out first;
+    a key whose write failed may be tried again."""
+    from memcli.memory.idempotency import IdempotencyKeys
+
+    keys = IdempotencyKeys(max_bytes=2_000)
+    for i in range(50):
+        assert keys.begin("token:t1", f"k{i}", "same") == (False, None)
+        keys.finish("token:t1", f"k{i}", ({"memory_id": f"m{i}", "pad": "x" * 300}, 201))
+    assert keys.begin("token:t1", "k49", "same")[0] is True
+    assert keys.begin("token:t1", "k0", "same") == (False, None)  # evicted: answered by the store's own rule
+    assert keys.begin("token:t2", "k49", "same") == (False, None)  # another caller's key space
+    keys.abandon("token:t2", "k49")
+    assert keys.begin("token:t2", "k49", "same") == (False, None)

@@ -5,7 +5,7 @@ A client retries a write when it did not see the answer (a timeout, a dropped co
 retry is a second write (a key-upsert's version +1 again, a second audit event, or a second memory when the
 text was changed by redaction or a timestamp). :class:`IdempotencyKeys` remembers, per owner (who is asking:
 a space token's id, the admin) and key, a fingerprint of the request and its answer, for ``ttl`` seconds (24 h,
-at most ``max_keys`` keys; the oldest go first). It lives in the server's process: a retry after a restart is
+at most ``max_keys`` keys and ``max_bytes`` of answers: a batch's answer is large; the oldest go first). It lives in the server's process: a retry after a restart is
 answered by the store's own rule instead (an exact repeat of a text returns the id it already has).
 
 The same key with another request is refused (422): it names a different write. A retry that arrives while
@@ -50,22 +50,24 @@ class _Entry:
     at: float
     answer: Any = None
     done: bool = False
+    size: int = 0
 
 
 class IdempotencyKeys:
     """Answers of keyed writes, by (owner, key). Thread-safe."""
 
-    def __init__(self, ttl: float = DAY_S, max_keys: int = 10_000) -> None:
-        self.ttl, self.max_keys = float(ttl), int(max_keys)
+    def __init__(self, ttl: float = DAY_S, max_keys: int = 10_000, max_bytes: int = 64 << 20) -> None:
+        self.ttl, self.max_keys, self.max_bytes = float(ttl), int(max_keys), int(max_bytes)
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def _expire(self, now: float) -> None:
         while self._entries:
             first = next(iter(self._entries.values()))
-            if now - first.at < self.ttl and len(self._entries) < self.max_keys:
+            if now - first.at < self.ttl and len(self._entries) < self.max_keys and self._bytes <= self.max_bytes:
                 return
-            self._entries.popitem(last=False)
+            self._bytes -= self._entries.popitem(last=False)[1].size
 
     def begin(self, owner: str, key: str, request_fingerprint: str) -> tuple[bool, Any]:
         """``(True, answer)`` when this key's write is done (answer it again, write nothing); else
@@ -91,6 +93,9 @@ class IdempotencyKeys:
             entry = self._entries.get((owner, check_key(key)))
             if entry is not None:
                 entry.answer, entry.done = answer, True
+                entry.size = len(json.dumps(answer, ensure_ascii=False, default=str))
+                self._bytes += entry.size
+                self._expire(time.monotonic())
 
     def abandon(self, owner: str, key: str) -> None:
         """The write failed: a retry with this key may try again."""
