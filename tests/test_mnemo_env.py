@@ -92,3 +92,25 @@ def test_mnemo_remember_with_mnemo_names_lands_in_the_team_space(team: tuple[Ser
     assert stored.json()["scope"] == "agent:sj-claude"  # the token's agent wrote it, into its space
     assert mnemo("get", made["memory_id"])["namespace"] == "crew"
     assert not (tmp / "laptop" / "data").exists()  # nothing written to a local store
+
+
+def test_a_claude_code_hook_with_mnemo_names_injects_from_the_team_space(team: tuple[ServerProc, str, Path]) -> None:
+    """Seed 002's Claude Code users keep MNEMO_API_URL + MNEMO_API_TOKEN in settings.json's env: the hook (a real
+    hook process) asks the team server, and starts no local one."""
+    import sys
+
+    import httpx
+
+    srv, token, tmp = team
+    with httpx.Client(base_url=srv.url, timeout=30, headers={"Authorization": f"Bearer {token}"}) as api:
+        api.post("/api/memories", json={"content": "crew decision: the mnemo hook reads feature flags from "
+                                                   "LaunchDarkly"})
+    env = hash_env(tmp)
+    env.update(MEMCLI_HOME=str(tmp / "hook-home"), MNEMO_API_URL=srv.url, MNEMO_API_TOKEN=token)
+    payload = {"session_id": "mnemo-s1", "prompt": "where do feature flags live? LaunchDarkly?", "cwd": str(tmp),
+               "hook_event_name": "UserPromptSubmit"}
+    p = subprocess.run([sys.executable, "-m", "memcli.hooks", "UserPromptSubmit"], input=json.dumps(payload).encode(),
+                       env=env, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == b""
+    assert "LaunchDarkly" in json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert not (tmp / "hook-home" / "server.json").exists()
