@@ -51,7 +51,7 @@ def search_window(q: Any, default_limit: int) -> tuple[int, int]:
     offset = int_param(q, "offset", 0) or 0
     if offset < 0:
         raise ValidationError("offset must be 0 or more")
-    if limit is not None and limit >= 1 and limit + offset > MAX_TOP_K:
+    if offset and limit is not None and limit >= 1 and limit + offset > MAX_TOP_K:  # else recall's own error
         raise ValidationError(f"a search reaches at most its best {MAX_TOP_K}: offset + limit must be ≤ {MAX_TOP_K}")
     return limit, offset
 
