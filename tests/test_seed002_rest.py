@@ -96,6 +96,9 @@ def test_seed_memory_calls_as_written(seed: tuple[ServerProc, Curl, str]) -> Non
         assert status == 200 and none == [], other
     status, pd, _ = curl("$URL/api/memories?q=compaction&tags=pd", "-H", auth)
     assert [h["tags"] for h in pd] == [["pd"]]
+    for sql in ("key=x%27%20OR%20%271%27%3D%271", "source=x%27%20OR%20%271%27%3D%271"):  # values are data
+        assert curl(f"$URL/api/memories?{sql}", "-H", auth)[1] == []
+        assert curl(f"$URL/api/memories?q=compaction&{sql}", "-H", auth)[1] == []
     status, listed, _ = curl("$URL/api/memories?key=tikv/compaction-tuning", "-H", auth)
     assert [m["memory_id"] for m in listed] == [mid]
     status, by_agent, _ = curl("$URL/api/memories?source=alice-claude&limit=50&offset=0", "-H", auth)
