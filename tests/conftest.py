@@ -33,7 +33,8 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMCLI_AUTOSTART", "0")
     for var in ("MEMCLI_NAMESPACE", "MEMCLI_AGENT", "MEMCLI_EMBED_BASE_URL", "MEMCLI_EMBED_MODEL",
                 "MEMCLI_EMBED_DIMS", "MEMCLI_EMBED_API_KEY", "MEMCLI_STORAGE_URI", "MEMCLI_STORE_URI", "MEMCLI_SINGLE_WRITER", "MEMCLI_PORT", "MEMCLI_TOKEN",
-                "MEMCLI_JSON", "XDG_DATA_HOME"):
+                "MEMCLI_JSON", "XDG_DATA_HOME", "MNEMO_API_URL", "MNEMO_API_TOKEN", "MNEMO_EMBED_API_KEY",
+                "MNEMO_EMBED_BASE_URL", "MNEMO_EMBED_MODEL", "MNEMO_EMBED_DIMS"):  # seed 002's names count too
         monkeypatch.delenv(var, raising=False)
     return home
 

@@ -284,9 +284,9 @@ def test_lean_helpers_equal_the_libraries_they_replace(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(tmp_path / "repo" / "a")
     for d in (tmp_path / "repo" / "a" / "b", tmp_path / "plain", tmp_path / "link", Path("/")):
         assert lean.detect_project(str(d)) == detect_project(d), d
-    from memcli.config import _ENV_MAP  # noqa: PLC2701 - the list the lean route must know all of
+    from memcli.config import _ENV_MAP, MNEMO_ENV  # noqa: PLC2701 - the list the lean route must know all of
 
-    assert set(lean.CONFIG_ENV) == set(_ENV_MAP)
+    assert set(lean.CONFIG_ENV) == set(_ENV_MAP) | set(MNEMO_ENV)
     from memcli.models import Memory, RecallHit
     from memcli.team.remote import _hit  # noqa: PLC2701
 

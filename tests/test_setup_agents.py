@@ -262,8 +262,9 @@ def test_print_snippets(tmp_path: Path) -> None:
     assert out["claude-code"].startswith(f"claude mcp add --scope user memcli -- {MEMCLI} mcp")
     assert tomllib.loads(out["codex"].split("\n", 1)[1])["mcp_servers"]["memcli"] == {"command": MEMCLI,
                                                                                      "args": ["mcp"]}
-    assert json.loads(out["gemini"].split("\n", 1)[1]) == {"mcpServers": {"memcli": {"command": MEMCLI,
-                                                                                      "args": ["mcp"]}}}
+    gemini, trust = out["gemini"].split("\n", 1)[1].rsplit("\n// ", 1)  # the entry, then how to trust a folder
+    assert json.loads(gemini) == {"mcpServers": {"memcli": {"command": MEMCLI, "args": ["mcp"]}}}
+    assert "TRUST_FOLDER" in trust
 
 
 @pytest.mark.slow

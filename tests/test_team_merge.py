@@ -224,7 +224,7 @@ def test_only_the_admin_changes_the_setting_and_it_survives_a_restart(team: Team
     # the CLI: `space set` (on the server's own machine) and `space list` through the server's admin token
     assert team.cli("space", "set", "plain", "--conflict", "llm-merge")["conflict"] == "llm-merge"
     p = team.cli("space", "set", "plain", "--conflict", "bogus", code=2)
-    assert "refuse or llm-merge" in p.stderr
+    assert "refuse, lww or llm-merge" in p.stderr
     listed = {s["space_id"]: s["conflict"] for s in team.cli(
         "space", "list", MEMCLI_API_URL=team.srv.url, MEMCLI_API_TOKEN=team.srv.token)}
     assert listed == {"plain": "llm-merge", "merging": "llm-merge"}

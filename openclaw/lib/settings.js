@@ -8,8 +8,9 @@
 //             listens on MEMCLI_PORT, else [server] port of <home>/config.toml, else 8765 (any free one if taken)
 //   token     MEMCLI_TOKEN, else [server] token, else <home>/auth.json; the home id from auth.json
 //   deadline  MEMCLI_HOOK_DEADLINE_MS, else plugin config `deadlineMs`, else [hooks] deadline_ms, else 1500 ms
-//   team      MEMCLI_API_URL + MEMCLI_API_TOKEN, else plugin config `apiUrl` + `apiToken`, else api_url +
-//             api_token of config.toml: then only that server is used and nothing local is started
+//   team      MEMCLI_API_URL + MEMCLI_API_TOKEN (else seed 002's MNEMO_API_URL + MNEMO_API_TOKEN), else plugin
+//             config `apiUrl` + `apiToken` (or mem9's `apiKey`), else api_url + api_token of config.toml: then only
+//             that server is used and nothing local is started
 //   memcli    plugin config `command` (a path, or [path, args...]), MEMCLI_BIN, else `memcli` on PATH
 
 import fs from "node:fs";
@@ -129,8 +130,10 @@ export class Settings {
     this.token = fixedToken;
     const deadline = Number(env.MEMCLI_HOOK_DEADLINE_MS || cfg.deadlineMs || toml.hooks.deadline_ms || DEFAULT_DEADLINE_MS);
     this.deadlineMs = Number.isFinite(deadline) ? Math.max(50, Math.trunc(deadline)) : DEFAULT_DEADLINE_MS;
-    const fromEnv = env.MEMCLI_API_URL ? [env.MEMCLI_API_URL, env.MEMCLI_API_TOKEN] : null;
-    const fromPlugin = cfg.apiUrl ? [cfg.apiUrl, cfg.apiToken] : null;
+    // seed 002's (mem9) names too: MNEMO_API_URL / MNEMO_API_TOKEN, and `apiKey` in the plugin config; ours win
+    const envUrl = env.MEMCLI_API_URL || env.MNEMO_API_URL;
+    const fromEnv = envUrl ? [envUrl, env.MEMCLI_API_TOKEN || env.MNEMO_API_TOKEN] : null;
+    const fromPlugin = cfg.apiUrl ? [cfg.apiUrl, cfg.apiToken || cfg.apiKey] : null;
     const fromToml = typeof toml.top.api_url === "string" ? [toml.top.api_url, toml.top.api_token] : null;
     const [apiUrl, apiToken] = fromEnv || fromPlugin || fromToml || [null, null];
     this.apiUrl = apiUrl ? String(apiUrl).replace(/\/+$/, "") : null;

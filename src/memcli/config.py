@@ -187,6 +187,31 @@ _ENV_MAP = {
 }
 
 
+# seed 002's (mem9 / mnemo) names, honoured beside memcli's own: each fills its MEMCLI_ twin when that is unset
+# (MEMCLI_* wins when both are set). A mnemo user's MNEMO_API_URL + MNEMO_API_TOKEN reach the team server instead
+# of being ignored (a write would land in a new local store, split from the team).
+MNEMO_ENV = {
+    "MNEMO_API_URL": "MEMCLI_API_URL",
+    "MNEMO_API_TOKEN": "MEMCLI_API_TOKEN",
+    "MNEMO_EMBED_API_KEY": "MEMCLI_EMBED_API_KEY",
+    "MNEMO_EMBED_BASE_URL": "MEMCLI_EMBED_BASE_URL",
+    "MNEMO_EMBED_MODEL": "MEMCLI_EMBED_MODEL",
+    "MNEMO_EMBED_DIMS": "MEMCLI_EMBED_DIMS",
+}
+# in seed 002 an embedding key or URL alone turns on its (OpenAI-compatible) embedder
+MNEMO_EMBEDDER_SELECTORS = ("MNEMO_EMBED_API_KEY", "MNEMO_EMBED_BASE_URL")
+
+
+def effective_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The MEMCLI_ settings of ``env`` with seed 002's MNEMO_ names filled in (:data:`MNEMO_ENV`) where the
+    MEMCLI_ twin is unset; only the variables :func:`load_config` reads."""
+    out = {var: env[var] for var in _ENV_MAP if env.get(var)}
+    for mnemo, ours in MNEMO_ENV.items():
+        if env.get(mnemo) and not out.get(ours):
+            out[ours] = env[mnemo]
+    return out
+
+
 def _coerce(section: object, name: str, value: Any, origin: str) -> Any:
     ftype = {f.name: f.type for f in fields(section)}.get(name)  # type: ignore[arg-type]
     if ftype is None:
@@ -225,6 +250,7 @@ def load_config(
     home_path = Path(home or env.get("MEMCLI_HOME") or default_home()).expanduser()
     cfg = Config(home=home_path)
     path = config_path(home_path)
+    file_provider = False  # config.toml chose an embedder: a MNEMO_ embedding key alone does not change it
     if path.exists():
         if sys.version_info >= (3, 11):  # imported only when there is a file to read (~5 ms)
             import tomllib
@@ -240,14 +266,20 @@ def load_config(
                 if not isinstance(sub, dict):
                     raise ConfigError(f"{path}: [{section}] must be a table")
                 _apply(getattr(cfg, section), sub, str(path))
+                file_provider = file_provider or (section == "embedder" and "provider" in sub)
         cfg.board = _board_config(data.pop("board", None), str(path))
         cfg.jobs = _jobs_config(data.pop("jobs", None), str(path))
         if "store_uri" in data:  # the name MEMCLI_STORE_URI suggests
             data["storage_uri"] = data.pop("store_uri")
         _apply(cfg, data, str(path))
+    values = effective_env(env)
     for var, (name, section) in _ENV_MAP.items():
-        if env.get(var):
-            _apply(getattr(cfg, section) if section else cfg, {name: env[var]}, var)
+        if values.get(var):
+            origin = next((m for m, ours in MNEMO_ENV.items() if ours == var and not env.get(var)), var)
+            _apply(getattr(cfg, section) if section else cfg, {name: values[var]}, origin)
+    if (not values.get("MEMCLI_EMBEDDER") and not file_provider
+            and any(env.get(v) for v in MNEMO_EMBEDDER_SELECTORS)):
+        cfg.embedder.provider = "openai"  # MNEMO_EMBED_API_KEY or _BASE_URL alone: seed 002's embedder
     for name, value in overrides.items():
         if value is None:
             continue

@@ -23,6 +23,23 @@ function teamClient(home, how = "env", url = URL_) {
   return new MemcliClient({ env, pluginConfig: { apiUrl: url, apiToken: TOKEN } });
 }
 
+// seed 002 (mem9 / mnemo) users: MNEMO_API_URL + MNEMO_API_TOKEN, or the mem9 plugin config's apiUrl + apiKey
+for (const how of ["MNEMO_ env", "mem9 plugin config"]) {
+  test(`team server configured by ${how}: the memory lands in the space, nothing local`, async () => {
+    const home = freshHome(TMP, `team-${how.replace(/ /g, "-")}`);
+    const env = { ...process.env, MEMCLI_HOME: home, MEMCLI_BIN: "/nonexistent/memcli", MEMCLI_HOOK_DEADLINE_MS: "10000" };
+    for (const k of ["MEMCLI_API_URL", "MEMCLI_API_TOKEN", "MNEMO_API_URL", "MNEMO_API_TOKEN"]) delete env[k];
+    const client = how === "MNEMO_ env"
+      ? new MemcliClient({ env: { ...env, MNEMO_API_URL: URL_, MNEMO_API_TOKEN: TOKEN } })
+      : new MemcliClient({ env, pluginConfig: { apiUrl: URL_, apiKey: TOKEN } });
+    const made = (await runTool(client, "memcli_remember", { content: `Written through ${how}: the grebe audit runs weekly.` })).details;
+    assert.equal(made.ok, true);
+    const got = (await runTool(client, "memcli_get", { memory_id: made.memory_id })).details;
+    assert.equal(got.namespace, "crew");
+    assert.ok(!fs.existsSync(path.join(home, "server.json")) && !fs.existsSync(path.join(home, "auth.json")));
+  });
+}
+
 const recallIn = async (client, query) => (await runTool(client, "memcli_recall", { query, top_k: 10 })).details;
 
 for (const how of ["env", "plugin config"]) {

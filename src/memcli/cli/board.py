@@ -308,7 +308,7 @@ def register(app: typer.Typer) -> None:
     @board_app.command("run")
     def run(
         ctx: typer.Context,
-        job: str = typer.Argument(..., metavar="JOB", help="A job configured as [jobs.JOB] in config.toml."),
+        job: str = typer.Argument(..., metavar="JOB", help="A job configured as \\[jobs.JOB] in config.toml."),
         task_id: str = typer.Option(..., "--task", "-t", help="The card the run is for, like T-12."),
         wait: bool = typer.Option(False, "--wait", help="Wait until the job ends; exit 1 when it failed."),
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help=NS_HELP),
@@ -334,7 +334,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         json_: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
-        """List the jobs configured in config.toml ([jobs.NAME]): the only ones `run` accepts."""
+        """List the jobs configured in config.toml (\\[jobs.NAME]): the only ones `run` accepts."""
         from memcli.board.service import configured_jobs
 
         st = use_json(ctx, json_ or bool(ctx.meta.get("memcli_board_json")))

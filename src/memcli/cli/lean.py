@@ -47,7 +47,7 @@ def _int(value: str) -> bool:
     return converts(int, value)
 
 
-# The variables memcli.config.load_config reads (its _ENV_MAP), and which values of them it accepts without a
+# The variables memcli.config.load_config reads (its _ENV_MAP and MNEMO_ENV), and which values of them it accepts without a
 # ConfigError and without changing how this client reaches the home's server; any other value (a token of its
 # own, a team server, a store URI to validate…) hands the command on. Other MEMCLI_ variables it ignores.
 CONFIG_ENV: dict[str, Any] = {
@@ -58,6 +58,9 @@ CONFIG_ENV: dict[str, Any] = {
     "MEMCLI_EMBED_API_KEY": lambda v: True, "MEMCLI_PORT": _int, "MEMCLI_TOKEN": lambda v: True, "MEMCLI_API_URL": None,
     "MEMCLI_API_TOKEN": lambda v: True, "MEMCLI_RATE_LIMIT": None, "MEMCLI_RATE_BURST": None,
     "MEMCLI_IP_RATE_LIMIT": None, "MEMCLI_IP_RATE_BURST": None,
+    # seed 002's names (memcli.config.MNEMO_ENV): the same as their MEMCLI_ twins (a team server hands on)
+    "MNEMO_API_URL": None, "MNEMO_API_TOKEN": lambda v: True, "MNEMO_EMBED_API_KEY": lambda v: True,
+    "MNEMO_EMBED_BASE_URL": lambda v: True, "MNEMO_EMBED_MODEL": lambda v: True, "MNEMO_EMBED_DIMS": _int,
 }
 REQUEST_ERRORS = frozenset({"invalid_input", "not_found", "ambiguous_id", "version_conflict", "conflict",
                             "invalid_transition"})  # memcli.team.remote's: the same answer whoever computes it

@@ -47,9 +47,41 @@ def register(app: typer.Typer) -> None:
 
 
 def _human(items: list[dict], explain: bool) -> None:
-    from memcli.cli.output import esc, out
-
     memories_table(items, score=True)
     if explain:
-        for it in items:
-            out.print(f"[cyan]{it['memory_id'][-8:]}[/cyan] {esc(it.get('explain'))}")
+        explain_table(items)
+
+
+def _signal(value: object) -> str:
+    """One signal's value as a cell: numbers to 3 places, lists joined, nothing as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "—"
+    return str(value)
+
+
+def explain_table(items: list[dict]) -> None:
+    """The signals behind each score (``--explain``): one row per signal, one column per hit (its short id),
+    whatever signals the search reports (a raw dict printed in a terminal helped no one)."""
+    from rich.table import Table
+
+    from memcli.cli.output import esc, out
+    from memcli.models import short_id
+
+    explained = [it for it in items if isinstance(it.get("explain"), dict)]
+    if not explained:
+        return
+    signals: list[str] = []
+    for it in explained:
+        signals += [k for k in it["explain"] if k not in signals]
+    t = Table(title="why these scores (--explain)", header_style="bold")
+    t.add_column("signal", style="dim")
+    for it in explained:
+        t.add_column(short_id(it["memory_id"]), justify="right")
+    t.add_row("score", *(f"{it.get('score', 0):.3f}" for it in explained), style="bold")
+    for name in signals:
+        t.add_row(esc(name.replace("_", " ")), *(esc(_signal(it["explain"].get(name))) for it in explained))
+    out.print(t)

@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
         ssl_keyfile: Optional[str] = typer.Option(None, "--ssl-keyfile", help="The certificate's private key (PEM)."),
         single_writer: Optional[bool] = typer.Option(None, "--single-writer", help="On object storage: skip the "
                                                      "conditional-PUT check, knowing that this is the only "
-                                                     "process writing to the store (config: [server] "
+                                                     "process writing to the store (config: \\[server] "
                                                      "single_writer)."),
     ) -> None:
         """Serve the memory over HTTP: REST under /api, MCP at /mcp, GET /health; every route but /health needs

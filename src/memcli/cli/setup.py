@@ -100,8 +100,12 @@ def register(app: typer.Typer) -> None:
                 if server is not None and token is not None:  # the agents talk to the team server directly
                     texts = http_snippets(machine, ids, url=f"{server}/mcp", token=token)
                 else:
+                    from memcli.home import running_server
+
                     local = cfg.server.token or load_or_create_auth(home_dir).token
-                    texts = http_snippets(machine, ids, url=f"http://127.0.0.1:{cfg.server.port}/mcp", token=local)
+                    # the port the home's server runs on (server.json), else the one it would start on
+                    port = (running_server(home_dir) or (cfg.server.port,))[0]
+                    texts = http_snippets(machine, ids, url=f"http://127.0.0.1:{port}/mcp", token=local)
             else:
                 texts = snippets(machine, ids, claude_hooks="none" if claude_hooks == "none" else "settings")
             for agent, text in texts.items():

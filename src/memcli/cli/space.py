@@ -106,14 +106,15 @@ def _new_token(d: dict[str, Any]) -> None:
               "(memcli setup --server URL --token TOKEN).[/yellow]")
 
 
-_CONFLICT_HELP = ("What a stale update gets: refuse (412, the default) or llm-merge (the LLM endpoint of the "
-                  "hooks config merges it; refused when it cannot).")
+_CONFLICT_HELP = ("What a stale update gets: refuse (412, the default), lww (last writer wins: it overwrites, "
+                  "and history says so) or llm-merge (the LLM endpoint of the hooks config merges it; refused when "
+                  "it cannot).")
 
 
 def _mode(value: str) -> str:
     """A valid --conflict value, or exit 2 with the choices."""
-    if value.strip().lower() not in ("refuse", "llm-merge"):
-        raise typer.BadParameter(f"{value!r}: use refuse or llm-merge", param_hint="--conflict")
+    if value.strip().lower() not in ("refuse", "lww", "llm-merge"):
+        raise typer.BadParameter(f"{value!r}: use refuse, lww or llm-merge", param_hint="--conflict")
     return value.strip().lower()
 
 

@@ -27,8 +27,9 @@ Settings, each first found wins (the same as :func:`memcli.config.load_config`):
 - token: ``MEMCLI_TOKEN``, else ``[server] token``, else ``<home>/auth.json``; home id: ``auth.json``;
 - deadline: ``MEMCLI_HOOK_DEADLINE_MS``, else ``deadline_ms`` under ``[hooks]``, else 1500 ms.
 
-Team mode: with ``MEMCLI_API_URL`` (else ``api_url`` in ``config.toml``) the hook talks to that server only —
-http:// or https:// (``ssl`` is imported then, ~10 ms), with ``MEMCLI_API_TOKEN`` (else ``api_token``) — and
+Team mode: with ``MEMCLI_API_URL`` (else seed 002's ``MNEMO_API_URL``, else ``api_url`` in ``config.toml``) the
+hook talks to that server only — http:// or https:// (``ssl`` is imported then, ~10 ms), with ``MEMCLI_API_TOKEN``
+(else ``MNEMO_API_TOKEN``, else ``api_token``) — and
 never starts a local one; when the server does not answer in time the hook prints nothing and exits 0.
 """
 

@@ -253,8 +253,10 @@ def resolve_settings(env: "os._Environ[str] | dict[str, str]" = os.environ) -> S
     env_port = _port(env.get("MEMCLI_PORT"))
     token = env.get("MEMCLI_TOKEN") or None
     deadline_s = env.get("MEMCLI_HOOK_DEADLINE_MS")
-    api_url = env.get("MEMCLI_API_URL") or None
-    api_token = env.get("MEMCLI_API_TOKEN") or None
+    # seed 002's MNEMO_API_URL / MNEMO_API_TOKEN when the MEMCLI_ ones are unset (memcli.config.MNEMO_ENV: that
+    # module is too heavy for a hook to import)
+    api_url = env.get("MEMCLI_API_URL") or env.get("MNEMO_API_URL") or None
+    api_token = env.get("MEMCLI_API_TOKEN") or env.get("MNEMO_API_TOKEN") or None
     cfg = _read_config(home) if (not token or not deadline_s or env_port is None or not api_url) else {}
     start_port = env_port or _port(cfg.get("server", {}).get("port")) or DEFAULT_PORT
     token = token or cfg.get("server", {}).get("token") or None

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcli.errors import MemcliError
-from memcli.memory.reader import quote
+from memcli.errors import AmbiguousIdError, MemcliError
+from memcli.memory.reader import id_like, quote
 from memcli.models import new_id, now_ms
 
 log = logging.getLogger("memcli.memory.audit")
@@ -129,6 +129,25 @@ class AuditLog:
                           at=int(r["at"]), event_id=r["event_id"]) for r in rows]
         out.sort(key=lambda e: (e.at, e.event_id))
         return out
+
+    def resolve(self, ref: str, namespace: str | None) -> str | None:
+        """The full id of a memory the log knows (a forgotten one too) from the id or a part of it, as
+        :meth:`memcli.memory.store.MemoryStore.resolve_id` accepts it; None when no event names one. Only the
+        events of ``namespace`` count (None: every namespace)."""
+        compact = ref.strip().lower().replace("-", "")
+        if not 4 <= len(compact) <= 32 or not set(compact) <= set("0123456789abcdef"):
+            return None
+        where = id_like(compact, "memory_id") + (f" AND namespace = {quote(namespace)}" if namespace is not None else "")
+        try:
+            rows = self.table().to_lance().to_table(filter=where, columns=["memory_id"]).to_pylist()
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("could not read the audit log: %s", exc)
+            return None
+        ids = sorted({r["memory_id"] for r in rows})
+        if len(ids) > 1:
+            raise AmbiguousIdError(f"id {ref!r} matches {len(ids)} memories ({', '.join(i[:13] for i in ids[:5])}…): "
+                                   "give more characters")
+        return ids[0] if ids else None
 
     def compact(self) -> None:
         try:

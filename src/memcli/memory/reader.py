@@ -24,6 +24,24 @@ def quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+SHORT_ID = 8  # memcli.models.short_id: the last 8 hex digits, the part people see and type
+
+
+def _dashed(compact: str, start: int) -> str:
+    """Hex digits that sit at ``start`` of a 32-digit id, with the id's dashes put back (8-4-4-4-12)."""
+    return "".join(("-" if start + i in (8, 12, 16, 20) and i else "") + ch for i, ch in enumerate(compact))
+
+
+def id_like(compact: str, column: str = "id") -> str:
+    """The filter of the ids a partial id names: a prefix or a suffix of the id, or the start of its short
+    form (``3f9a`` of ``…3f9a2c1b``: people type the start of what they see). ``compact`` holds only hex digits
+    (the caller checks), so the patterns hold no wildcard of the caller's."""
+    parts = [f"{column} LIKE '{_dashed(compact, 0)}%'", f"{column} LIKE '%{_dashed(compact, 32 - len(compact))}'"]
+    if len(compact) < SHORT_ID:  # within the last group (12 digits, no dash): `_` is one character
+        parts.append(f"{column} LIKE '%{compact}{'_' * (SHORT_ID - len(compact))}'")
+    return "(" + " OR ".join(parts) + ")"
+
+
 class Reader:
     """The latest snapshot of one lance dataset, and the queries memcli makes on it."""
 

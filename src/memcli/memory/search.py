@@ -59,9 +59,11 @@ def build_where(
     include_expired: bool = False,
     now: int | None = None,
     include_archived: bool = False,
+    key: str | None = None,
 ) -> str | None:
     """An SQL filter from user values; every value is quoted as data. Superseded and archived memories
-    (memcli distill) are left out unless ``include_archived``."""
+    (memcli distill) are left out unless ``include_archived``. ``source`` is the face that wrote a memory or
+    the agent that did (seed 002's ``source`` is the writing agent: its scope ``agent:<source>``)."""
     parts: list[str] = [] if include_archived else [ACTIVE_FILTER]
     if namespace is not None:
         parts.append(f"namespace = {quote(namespace)}")
@@ -77,7 +79,10 @@ def build_where(
     if project is not None:
         parts.append(f"project = {quote(project)}")
     if source is not None:
-        parts.append(f"source = {quote(source)}")
+        writer = source.strip() if source.strip().startswith("agent:") else "agent:" + source.strip()
+        parts.append(f"(source = {quote(source)} OR scope = {quote(writer)})")
+    if key is not None:
+        parts.append(f"key = {quote(key)}")
     if not include_expired and now is not None:
         # an archived memory is an expired one: asking for the archived ones shows them
         parts.append(f"(expires_at IS NULL OR expires_at > {int(now)}"

@@ -318,7 +318,8 @@ class MemoryService:
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
                min_score: float = 0.0, include_archived: bool = False, words: bool = True,
-               other_script_lift: float = 0.0) -> list[RecallHit]:
+               other_script_lift: float = 0.0, key: str | None = None,
+               source: str | None = None) -> list[RecallHit]:
         """Hybrid recall: the memories most relevant to ``query``, filtered before top-k (superseded and
         archived memories only with ``include_archived``). With ``explain``, ``words`` also names the query
         words each keyword hit holds (for people; the hooks read only the signals and skip it).
@@ -346,7 +347,7 @@ class MemoryService:
         where = build_where(namespace=None if post_ns else ns, scopes=scopes, tags=validate_tags(tags),
                             since=since, until=until, project=proj if project_only else None,
                             include_expired=include_expired or post_expiry, now=now,
-                            include_archived=include_archived or post_status)
+                            include_archived=include_archived or post_status, key=key, source=source)
         mode = mode or self.search.mode
         if mode not in ("hybrid", "vector", "text"):
             raise ValidationError("mode must be hybrid, vector or text")
@@ -433,14 +434,15 @@ class MemoryService:
              agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
              until: int | None = None, project: str | None = None, source: str | None = None,
              include_expired: bool = False, limit: int = 50, offset: int = 0,
-             include_archived: bool = False) -> list[Memory]:
+             include_archived: bool = False, key: str | None = None) -> list[Memory]:
         """Memories matching exact filters, newest first (superseded/archived only with ``include_archived``)."""
         if not 0 < int(limit) <= 100_000 or int(offset) < 0:
             raise ValidationError("limit must be 1..100000 and offset ≥ 0")
         scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
         where = build_where(namespace=None if all_namespaces else self._ns(namespace), scopes=scopes,
                             tags=validate_tags(tags), since=since, until=until, project=project, source=source,
-                            include_expired=include_expired, now=now_ms(), include_archived=include_archived)
+                            include_expired=include_expired, now=now_ms(), include_archived=include_archived,
+                            key=key)
         return self.store.page(where, limit=int(limit), offset=int(offset))
 
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None,
@@ -522,9 +524,9 @@ class MemoryService:
         ns = self._id_ns(namespace, all_namespaces)
         try:
             mid = self.store.resolve_id(ref, namespace=ns)
-        except NotFoundError:
-            ref_id = ref.strip().lower()
-            events = self.store.audit.history(ref_id)
+        except NotFoundError:  # forgotten: the audit log still knows it (by a short id too)
+            ref_id = self.store.audit.resolve(ref, ns)
+            events = self.store.audit.history(ref_id) if ref_id else []
             if not events or (ns is not None and any(e.namespace != ns for e in events)):
                 raise
             return events

@@ -29,7 +29,7 @@ from memcli.errors import (
 from memcli.memory import damage
 from memcli.memory.audit import AuditLog
 from memcli.memory.maintenance import VECTOR_COLUMNS, IndexMaintenance, TableFacts
-from memcli.memory.reader import Reader, quote
+from memcli.memory.reader import Reader, id_like, quote
 from memcli.memory.rows import (
     COLUMNS,
     memory_schema,
@@ -81,11 +81,6 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memcli-search")
     return _POOL
-
-
-def _dashed(compact: str, start: int) -> str:
-    """Hex digits that sit at ``start`` of a 32-digit id, with the id's dashes put back (8-4-4-4-12)."""
-    return "".join(("-" if start + i in (8, 12, 16, 20) and i else "") + ch for i, ch in enumerate(compact))
 
 
 def _open_failure(exc: BaseException) -> str:
@@ -387,7 +382,7 @@ class MemoryStore(IndexMaintenance):
             raise NotFoundError(missing)
         # Ids are shown short (their last 8 hex digits) and full: accept a prefix or a suffix of either, with
         # or without dashes (only hex digits and dashes get here, so the patterns hold no wildcard).
-        where = (f"{where_ns}(id LIKE '{_dashed(compact, 0)}%' OR id LIKE '%{_dashed(compact, 32 - len(compact))}')")
+        where = f"{where_ns}{id_like(compact)}"
         hits = sorted({r["id"] for r in self.read_rows(where, ["id"], 6)})
         if not hits:
             raise NotFoundError(missing)

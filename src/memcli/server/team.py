@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
-from memcli.errors import ForbiddenError, MemcliError, ValidationError
+from memcli.errors import ForbiddenError, MemcliError, NotFoundError, ValidationError
 from memcli.server.http import (
     MAX_BATCH_BODY,
     MAX_BATCH_ITEMS,
@@ -212,12 +212,24 @@ def admin_routes(gate: TeamGate) -> list[BaseRoute]:
         data = await read_json(request, MAX_BODY)
         if not isinstance(data, dict):
             raise ValidationError("send a JSON object")
-        unknown = sorted(set(data) - {"name", "space_id", "agent", "conflict"})
+        unknown = sorted(set(data) - {"name", "space_id", "agent", "agent_name", "agent_type", "conflict"})
         if unknown:
-            raise ValidationError(f"unknown field(s): {', '.join(unknown)}; allowed: agent, conflict, name")
+            raise ValidationError(f"unknown field(s): {', '.join(unknown)}; allowed: agent (or agent_name), "
+                                  "agent_type, conflict, name")
         if "conflict" in data and not isinstance(data["conflict"], str):
-            raise ValidationError("conflict must be \"refuse\" or \"llm-merge\"")
+            raise ValidationError("conflict must be \"refuse\", \"lww\" or \"llm-merge\"")
+        for name in ("agent", "agent_name", "agent_type"):
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise ValidationError(f"{name} must be a string")
+        if data.get("agent") and data.get("agent_name") and data["agent"] != data["agent_name"]:
+            raise ValidationError("give the agent once: agent or agent_name (seed 002's name), not two names")
+        if data.get("agent_name") and not data.get("agent"):
+            data = {**data, "agent": data["agent_name"]}  # seed 002: {"name", "agent_name", "agent_type"}
         return data
+
+    def agent_type(d: dict[str, Any]) -> dict[str, Any]:
+        """Seed 002's agent_type (claude_code, openclaw…), echoed back: memcli names an agent by its name."""
+        return {"agent_type": d["agent_type"]} if d.get("agent_type") else {}
 
     def merge_state(mode: str) -> dict[str, Any]:
         """Whether an llm-merge setting can work on this server (no [hooks] llm endpoint: it refuses)."""
@@ -232,13 +244,15 @@ def admin_routes(gate: TeamGate) -> list[BaseRoute]:
         conflict = d.get("conflict") or "refuse"
         token, info = await anyio.to_thread.run_sync(gate.registry().create, name, d["agent"], conflict)
         return JSONResponse({"ok": True, "space_id": info.space, "api_token": token, "token_id": info.token_id,
-                             "agent": info.agent, "conflict": conflict, **merge_state(conflict)}, status_code=201)
+                             "agent": info.agent, **agent_type(d), "conflict": conflict, **merge_state(conflict)},
+                            status_code=201)
 
     async def patch_space(request: Request) -> Response:
         admin_only(request)
         d = await body(request)
         if set(d) != {"conflict"}:
-            raise ValidationError("send {\"conflict\": \"refuse\" | \"llm-merge\"} (the only setting a space has)")
+            raise ValidationError("send {\"conflict\": \"refuse\" | \"lww\" | \"llm-merge\"} (the only setting a "
+                                  "space has)")
         space = await anyio.to_thread.run_sync(gate.registry().set_conflict, request.path_params["space"],
                                                d["conflict"])
         return JSONResponse({"ok": True, **space, **merge_state(space["conflict"])})
@@ -254,7 +268,16 @@ def admin_routes(gate: TeamGate) -> list[BaseRoute]:
             raise ValidationError("give the agent the token is for: {\"agent\": …}")
         token, info = await anyio.to_thread.run_sync(gate.registry().add_token, request.path_params["space"],
                                                      d["agent"])
-        return JSONResponse({"ok": True, "api_token": token, **info.item()}, status_code=201)
+        return JSONResponse({"ok": True, "api_token": token, **info.item(), **agent_type(d)}, status_code=201)
+
+    async def space_info(request: Request) -> Response:
+        """Seed 002's ``GET /api/spaces/{space}/info``: the space as the list shows it."""
+        admin_only(request)
+        space = request.path_params["space"]
+        found = [s for s in await anyio.to_thread.run_sync(gate.registry().spaces) if s["space_id"] == space]
+        if not found:
+            raise NotFoundError(f"no space {space!r}")
+        return JSONResponse(found[0])
 
     async def list_tokens(request: Request) -> Response:
         admin_only(request)
@@ -271,6 +294,7 @@ def admin_routes(gate: TeamGate) -> list[BaseRoute]:
         Route(ADMIN_PREFIX, create_space, methods=["POST"]),
         Route(ADMIN_PREFIX, list_spaces, methods=["GET"]),
         Route(ADMIN_PREFIX + "/{space}", patch_space, methods=["PATCH"]),
+        Route(ADMIN_PREFIX + "/{space}/info", space_info, methods=["GET"]),
         Route(ADMIN_PREFIX + "/{space}/tokens", add_token, methods=["POST"]),
         Route(ADMIN_PREFIX + "/{space}/tokens", list_tokens, methods=["GET"]),
         Route(ADMIN_PREFIX + "/{space}/tokens/{token_id}", revoke_token, methods=["DELETE"]),

@@ -24,6 +24,11 @@ HOOK_EVENTS: dict[str, dict[str, Any]] = {  # mirrors the plugin's hooks/hooks.j
     "SessionEnd": {},
 }
 HOOK_MARKER = "-m memcli.hooks"
+# Gemini CLI starts no MCP server in a folder it does not trust (`gemini mcp list`: "configured but disabled
+# because this folder is untrusted"): setup says so, and how to trust one
+GEMINI_TRUST = ("Gemini CLI runs MCP servers only in trusted folders: in any other, memcli is listed as \"disabled "
+                "because this folder is untrusted\". Trust a project folder when Gemini asks, or add it to "
+                "~/.gemini/trustedFolders.json: {\"/path/to/project\": \"TRUST_FOLDER\"}.")
 
 
 @dataclass

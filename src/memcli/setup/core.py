@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli.setup import openclaw as oc
-from memcli.setup.agents import HOOK_MARKER, SERVER_NAME, Machine
+from memcli.setup.agents import GEMINI_TRUST, HOOK_MARKER, SERVER_NAME, Machine
 from memcli.setup.edits import (
     MISSING,
     FileChange,
@@ -77,6 +77,8 @@ class Plan:
     state: FileChange | None = None
     entries: list[dict[str, Any]] = field(default_factory=list)  # the state after this plan
     late_files: list[FileChange] = field(default_factory=list)  # written after the commands (undoing what they wrote)
+    # the JSON files setup edited: {path: {"before": the text before memcli's first edit, "after": what setup left}}
+    json_files: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -118,8 +120,46 @@ def _identity(e: dict[str, Any]) -> tuple[Any, ...]:
     return (e["agent"], e["kind"], e.get("file"), tuple(e.get("keys") or ()), e.get("table"))
 
 
-def _dump_state(entries: list[dict[str, Any]]) -> str:
-    return json.dumps({"version": STATE_VERSION, "entries": entries}, indent=2, ensure_ascii=False) + "\n"
+def load_json_files(m: Machine, ws: Workspace) -> dict[str, dict[str, str | None]]:
+    """The JSON files earlier runs edited, with their text before memcli's first edit (:attr:`Plan.json_files`)."""
+    text = ws.read(state_path(m))
+    try:
+        data = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {}
+    files = data.get("json_files") if isinstance(data, dict) else None
+    return {k: v for k, v in files.items() if isinstance(v, dict)} if isinstance(files, dict) else {}
+
+
+def _dump_state(entries: list[dict[str, Any]], json_files: dict[str, dict[str, str | None]] | None = None) -> str:
+    data: dict[str, Any] = {"version": STATE_VERSION, "entries": entries}
+    if json_files:
+        data["json_files"] = json_files
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+JSON_KINDS = ("json_key", "json_list_item")
+
+
+def _json_files(old: list[dict[str, Any]], old_files: dict[str, dict[str, str | None]],
+                entries: list[dict[str, Any]], ws: Workspace) -> dict[str, dict[str, str | None]]:
+    """Which JSON files an uninstall can give back byte for byte: their text before memcli's first edit, and
+    the text setup leaves (a JSON edit re-serializes the file: inline objects would come back expanded). A file
+    edited by an earlier run and changed by hand since loses its record: its old text would undo those changes."""
+    out = dict(old_files)
+    had_entries = {e.get("file") for e in old if e.get("kind") in JSON_KINDS}
+    for name in sorted({e["file"] for e in entries if e.get("kind") in JSON_KINDS and e.get("file")}):
+        path = Path(name)
+        if path not in ws.original or ws.current[path] == ws.original[path]:
+            continue  # not edited by this run: the earlier record (if any) still holds
+        prior = old_files.get(name)
+        if prior is not None and prior.get("after") == ws.original[path]:
+            out[name] = {"before": prior.get("before"), "after": ws.current[path]}
+        elif prior is None and name not in had_entries:
+            out[name] = {"before": ws.original[path], "after": ws.current[path]}
+        else:
+            out.pop(name, None)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- install
@@ -288,6 +328,7 @@ class _Installer:
 
     def gemini(self) -> None:
         self.json_key("gemini", self.m.gemini_settings(), ["mcpServers", SERVER_NAME], self.m.mcp_server())
+        self.plan.note("gemini", GEMINI_TRUST)
 
     def antigravity(self) -> None:
         self.json_key("antigravity", self.m.antigravity_config(), ["mcpServers", SERVER_NAME], self.m.mcp_server())
@@ -406,13 +447,14 @@ def plan_install(m: Machine, opts: SetupOptions) -> Plan:
     new = {_identity(e): e for e in inst.entries}
     olds = {_identity(e) for e in old}
     plan.entries = [new.get(_identity(e), e) for e in old] + [e for e in inst.entries if _identity(e) not in olds]
+    plan.json_files = _json_files(old, load_json_files(m, ws), inst.entries, ws)
     _finish(plan, ws)
     return plan
 
 
 def _finish(plan: Plan, ws: Workspace) -> None:
     sp = state_path(plan.machine)
-    new_state = _dump_state(plan.entries) if plan.entries else None
+    new_state = _dump_state(plan.entries, plan.json_files) if plan.entries else None
     if (ws.read(sp) or None) != new_state:
         ws.write(sp, new_state)
     changes = ws.changes()
@@ -426,6 +468,7 @@ def plan_uninstall(m: Machine, *, use_cli: bool = True) -> Plan:
     ws = Workspace()
     plan = Plan(m)
     entries = load_state(m, ws)
+    json_files = load_json_files(m, ws)
     created: dict[Path, list[list[str]]] = {}
     created_files: set[Path] = set()
     for e in reversed(entries):
@@ -500,6 +543,11 @@ def plan_uninstall(m: Machine, *, use_cli: bool = True) -> Plan:
         doc = load_json(ws.read(path), path)
         prune_empty(doc, containers)
         ws.write(path, dump_json(doc, ws.read(path)))
+    for name, rec in json_files.items():
+        # untouched since setup: the very bytes it had before (the undo above re-serialized it)
+        path = Path(name)
+        if path in ws.original and ws.original[path] is not None and ws.original[path] == rec.get("after"):
+            ws.write(path, rec.get("before"))
     for path in created_files:
         text = ws.read(path)
         if text is not None and (not text.strip() or (path.suffix == ".json" and load_json(text, path) == {})):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from memcli.setup import openclaw as oc
-from memcli.setup.agents import AGENTS, SERVER_NAME, Machine
+from memcli.setup.agents import AGENTS, GEMINI_TRUST, SERVER_NAME, Machine
 from memcli.setup.edits import toml_table_block
 
 
@@ -29,7 +29,7 @@ def http_snippets(m: Machine, agents: list[str], *, url: str, token: str) -> dic
             key = "httpUrl" if agent == "gemini" else "serverUrl"
             path = AGENTS[agent].config_path(m)
             out[agent] = f"// {path}\n" + json.dumps({"mcpServers": {SERVER_NAME: {key: url, "headers": auth}}},
-                                                     indent=2)
+                                                     indent=2) + (f"\n// {GEMINI_TRUST}" if agent == "gemini" else "")
         else:
             out[agent] = f"# {AGENTS[agent].name} starts its MCP servers over stdio here: use `memcli setup --print`."
     return out
@@ -57,7 +57,8 @@ def snippets(m: Machine, agents: list[str], *, claude_hooks: str = "settings") -
             out[agent] = _openclaw(m, server)
         else:
             path = AGENTS[agent].config_path(m)
-            out[agent] = f"// {path}\n" + json.dumps({"mcpServers": {SERVER_NAME: server}}, indent=2)
+            out[agent] = f"// {path}\n" + json.dumps({"mcpServers": {SERVER_NAME: server}}, indent=2) + (
+                f"\n// {GEMINI_TRUST}" if agent == "gemini" else "")
     return out
 
 

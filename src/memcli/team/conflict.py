@@ -1,7 +1,9 @@
-"""What a team space does with a stale update: refuse it (412, the default) or let an LLM merge it.
+"""What a team space does with a stale update: refuse it (412, the default), let the last writer win, or let
+an LLM merge it.
 
 A space's ``conflict`` setting (``memcli space set NAME --conflict llm-merge``, kept in the spaces table) is
-``refuse`` or ``llm-merge``. With ``llm-merge``, an update through a space token whose ``expected_version`` is
+``refuse``, ``lww`` (seed 002's last-writer-wins: a stale update overwrites, and the audit log says what it
+overwrote: :meth:`memcli.team.spaces.SpaceService.update`) or ``llm-merge``. With ``llm-merge``, an update through a space token whose ``expected_version`` is
 older than the stored one, and which changes the content, is handed to the LLM endpoint configured for the
 hooks (``[hooks] llm_provider``/``llm_base_url``/``llm_model``/``llm_api_key``): the stored memory (content,
 version), the caller's intended content and the version it was based on (and that version's content, when
@@ -30,8 +32,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memcli.team.conflict")
 
-REFUSE, LLM_MERGE = "refuse", "llm-merge"
-MODES = (REFUSE, LLM_MERGE)
+REFUSE, LWW, LLM_MERGE = "refuse", "lww", "llm-merge"
+MODES = (REFUSE, LWW, LLM_MERGE)
 MAX_OUTPUT_TOKENS = 600
 GIVE_UP = "CONFLICT"  # what the model answers when the two versions cannot be reconciled
 SYSTEM = (
@@ -143,6 +145,13 @@ class ConflictResolver:
     @property
     def configured(self) -> bool:
         return self.merger is not None
+
+    def last_writer_wins(self, space: str) -> bool:
+        """Whether the space is set to ``lww`` (an unreadable setting: no, refuse)."""
+        try:
+            return self.mode_of(space) == LWW
+        except MemcliError:
+            return False
 
     def merge(self, space: str, current: Memory, intended: str, based_version: int,
               events: Callable[[], Sequence[AuditEvent]]) -> MergeOutcome | None:

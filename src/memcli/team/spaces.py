@@ -315,10 +315,29 @@ class SpaceService(MemoryService):
             return super().update(ref, content=content, tags=tags, expected_version=expected_version,
                                   source=source, **other)
         except VersionConflictError:
+            if expected_version is not None and self.conflicts is not None \
+                    and self.conflicts.last_writer_wins(self.namespace):
+                return self._overwrite(ref, content, tags, int(expected_version), source, other)
             merged = self._merge(ref, content, tags, expected_version, source, other)
             if merged is None:
                 raise
             return merged
+
+    def _overwrite(self, ref: str, content: str | None, tags: Sequence[str] | None, based: int, source: str,
+                   other: dict[str, Any]) -> Memory:
+        """A stale update of an ``lww`` space: written over whatever is there now, the audit note naming the
+        version it was based on and the one it overwrote (a writer that gets in meanwhile: overwritten too)."""
+        kw = {k: v for k, v in other.items() if k != "note"}
+        for attempt in range(3):
+            mem = self.get(ref)
+            try:
+                return MemoryService.update(self, mem.id, content=content, tags=tags, expected_version=mem.version,
+                                            source=source, note=f"last writer wins: based on v{based}, "
+                                            f"overwrote v{mem.version}", **kw)
+            except VersionConflictError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def _merge(self, ref: str, content: str | None, tags: Sequence[str] | None, expected: int | None,
                source: str, other: dict[str, Any]) -> Memory | None:
