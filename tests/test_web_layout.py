@@ -238,7 +238,8 @@ def test_chinese_renders_with_a_font_not_as_boxes(phone: Any, seeded: dict[str, 
     sel = f"#list .mem[data-id='{seeded['chinese']}'] .content"
     phone.wait_for_selector(sel)
     assert phone.text_content(sel) == CHINESE
-    style = phone.eval_on_selector(sel, "e => { const s = getComputedStyle(e); return `${s.fontSize} ${s.fontFamily}`; }")
+    style = phone.eval_on_selector(sel, "e => { const s = getComputedStyle(e); "
+                                        "return `${s.fontSize} ${s.fontFamily}`; }")
     han, other, missing = phone.evaluate(GLYPHS_JS, [style, ["部", "署", "\u0378"]])
     assert han["width"] > 0 and han["ink"] > 0 and other["ink"] > 0, (han, other)
     assert han["hash"] != other["hash"], "two Han characters drew the same glyph: boxes"
