@@ -149,6 +149,26 @@ def test_phone_opening_a_card_shows_its_panel(phone: Any, seeded: dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------- the desktop
+def test_desktop_editor_stays_beside_a_list_scrolled_down(browser: Any, server: ServerProc, api: httpx.Client,
+                                                          seeded: dict[str, Any]) -> None:
+    """At 1400×900 a memory far down the list opens in the side panel where the person is: the panel is on
+    screen and the row clicked stays on screen too (no jump to the top of the page)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        pg = ctx.new_page()
+        wc.login(pg, server.url, wc.mint_code(api), seeded["ns"])
+        target = pg.eval_on_selector_all("#list .mem", "els => els[els.length - 1].dataset.id")
+        row = f"#list .mem[data-id='{target}']"
+        pg.locator(row).scroll_into_view_if_needed()
+        pg.click(f"{row} .content")
+        pg.wait_for_function("id => document.getElementById('d-id').title === id", arg=target)
+        assert pg.evaluate("window.scrollY") > 900  # far down the page
+        for sel in ("#detail .detail-head", "#d-content", "#d-save", row):
+            wholly_in_view(pg, sel)
+    finally:
+        ctx.close()
+
+
 @pytest.mark.parametrize("width", [1100, 1280, 1440, 1920])
 def test_desktop_board_shows_five_columns_side_by_side(browser: Any, server: ServerProc, api: httpx.Client,
                                                        seeded: dict[str, Any], width: int) -> None:
