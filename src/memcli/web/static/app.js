@@ -41,6 +41,18 @@ const SVG_TAGS = new Set(["g", "rect", "line", "text", "title", "path"]);
 
 function clear(node) { while (node.firstChild) node.firstChild.remove(); return node; }
 
+/** Bring a panel the person just opened into view when its head is off screen: on a phone the panels stack
+ * below the list (a memory's editor, a card, the results below the chart), on a desktop the list may be
+ * scrolled far down. A panel already in view stays where it is. */
+function reveal(node) {
+  if (!node || node.hidden) return;
+  const r = node.getBoundingClientRect();
+  const h = window.innerHeight || document.documentElement.clientHeight;
+  if (r.top >= 0 && (r.bottom <= h || r.top <= h / 3)) return;
+  // a panel taller than the screen shows its head; a shorter one scrolls no further than needed
+  node.scrollIntoView({ block: r.height <= h ? "nearest" : "start" });
+}
+
 function banner(message, kind) {
   const b = $("banner");
   b.textContent = message;
@@ -318,6 +330,7 @@ async function openMemory(id, ns) {
   const { data } = await api("GET", memoryPath(id, ns));
   showMemory(data);
   for (const li of document.querySelectorAll(".mem")) li.classList.toggle("selected", li.dataset.id === data.memory_id);
+  reveal($("detail")); // every caller is a click on a memory: its editor is what the person wants to see
 }
 
 function showMemory(m) {
@@ -461,7 +474,7 @@ function wire() {
     ev.preventDefault();
     state.query = $("q").value.trim();
     banner("");
-    if (state.query) runSearch().catch(report);
+    if (state.query) runSearch().then(() => reveal($("list-title").parentElement)).catch(report);
     else clearSearch();
   });
   $("clear-search").addEventListener("click", clearSearch);

@@ -1,6 +1,6 @@
 // memcli web view: the task board (GET /api/board and /api/board/tasks/…), for the namespace of the sidebar.
 //
-// Loaded after app.js and built on its helpers ($, el, clear, api, qs, ApiError, report, openMemory, when, age).
+// Loaded after app.js and built on its helpers ($, el, clear, reveal, api, qs, ApiError, report, openMemory, when, age).
 // Card text is data like memory text: it reaches the page only through textContent and attribute values.
 "use strict";
 
@@ -19,6 +19,7 @@ function boardMsg(id, text, kind) {
 // ------------------------------------------------------------------------------------------- the view switch
 function showView(view) {
   board.view = view;
+  document.body.dataset.view = view; // the stylesheet gives the board the side panel's width when it needs it
   const onBoard = view === "board";
   $("board-view").hidden = !onBoard;
   $("memory-view").hidden = onBoard;
@@ -62,7 +63,7 @@ function jobChip(job) {
 }
 
 function cardItem(t) {
-  const open = () => openCard(t.task_id).catch(report);
+  const open = () => openCard(t.task_id).then(() => reveal($("card-detail"))).catch(report);
   return el("li", { class: "board-card", "data-id": t.task_id, tabindex: "0", onclick: open,
                     onkeydown: (ev) => { if (ev.key === "Enter") open(); } },
     el("div", { class: "bc-head" }, el("code", { class: "bc-id" }, t.task_id), el("span", { class: "bc-title" }, t.title)),
@@ -224,7 +225,8 @@ async function createCard() {
     for (const id of ["nc-title", "nc-desc", "nc-assignee", "nc-labels"]) $(id).value = "";
     $("new-card").hidden = true;
     boardMsg("nc-msg", "");
-    await loadBoard().then(() => openCard(data.task_id)).catch(report); // created, whatever the reload says
+    // created, whatever the reload says
+    await loadBoard().then(() => openCard(data.task_id)).then(() => reveal($("card-detail"))).catch(report);
     boardMsg("board-msg", `Created ${data.task_id}.`, "ok"); // last: the message means the card is on screen
   } catch (e) {
     boardMsg("nc-msg", e instanceof ApiError ? `Not created: ${e.message}` : String(e), "error");
