@@ -7,6 +7,7 @@ are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isErro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server import MCPServer
@@ -47,8 +48,16 @@ IncludeArchived = Annotated[bool, Field(description="Also memories that memcli d
                                                     "(superseded) or archived (expired). Default: only active ones.")]
 
 
-def build_server(holder: "ServiceHolder", *, name: str = "memcli",
-                 batcher: "WriteBatcher | None" = None) -> MCPServer:
+@dataclass(frozen=True)
+class Identity:
+    """Who a server's writes are from: the agent of the client entry `memcli setup` wrote (``memcli mcp
+    --agent codex``)."""
+
+    agent: str | None = None
+
+
+def build_server(holder: "ServiceHolder", *, name: str = "memcli", batcher: "WriteBatcher | None" = None,
+                 identity: Identity | None = None) -> MCPServer:
     """An MCPServer whose tools call the shared service of ``holder``; with ``batcher`` (``memcli serve``),
     remembers arriving at once share a commit with each other and with REST's."""
     mcp = MCPServer(name=name, title="memcli: shared agent memory", version=__version__, instructions=INSTRUCTIONS,
