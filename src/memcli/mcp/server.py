@@ -18,6 +18,7 @@ from pydantic import Field
 from memcli import __version__
 from memcli.errors import MemcliError, public_message
 from memcli.mcp.board_tools import register_board_tools
+from memcli.mcp.resources import register_prompts, register_resources
 from memcli.mcp.results import json_result
 
 if TYPE_CHECKING:
@@ -211,6 +212,8 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli", batcher: "Wri
         return json_result({"ok": True, "memory_id": ids[0]})
 
     register_board_tools(mcp, holder)
+    register_resources(mcp, lambda method, *a, **k: holder.call(method, *a, **k))
+    register_prompts(mcp, lambda method, *a, **k: holder.call(method, *a, **k))
     _forbid_unknown_arguments(mcp)
     return mcp
 
