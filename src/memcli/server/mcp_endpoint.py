@@ -148,8 +148,9 @@ class SseStream:
                 scope, receive, send)
             return
         scope["user"] = _owner(scope)
-        if self.post_path in CAMEL:
-            send = _camel_endpoint(send)
+        agent = _query(scope).get("agent")  # the client entry's agent (memcli.mcp.identity): its posts say it too
+        if self.post_path in CAMEL or agent:
+            send = _endpoint_event(send, self.post_path in CAMEL, agent)
         low = self.mcp.server._lowlevel_server  # noqa: SLF001 - what the SDK's own sse_app runs
         try:
             async with transport.connect_sse(scope, receive, send) as (read_stream, write_stream):
@@ -188,14 +189,30 @@ class SseMessages:
         await transport.handle_post_message(scope, limited, send)
 
 
-def _camel_endpoint(send: Send) -> Send:
-    """``send`` that tells the client ``?sessionId=`` in the stream's first (``endpoint``) event."""
+def _query(scope: Scope) -> dict[str, str]:
+    from urllib.parse import parse_qsl
+
+    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+
+
+def _endpoint_event(send: Send, camel: bool, agent: str | None) -> Send:
+    """``send`` that rewrites the stream's first (``endpoint``) event: ``?sessionId=`` instead of the SDK's
+    ``?session_id=`` (``camel``), and the stream's ``agent`` carried on to the message URL."""
+    from urllib.parse import quote
+
     told = False
 
     async def wrapped(message: Message) -> None:
         nonlocal told
-        if not told and message["type"] == "http.response.body" and b"event: endpoint" in message.get("body", b""):
-            message = {**message, "body": message["body"].replace(b"?session_id=", b"?sessionId=", 1)}
+        body = message.get("body", b"")
+        if not told and message["type"] == "http.response.body" and b"event: endpoint" in body:
+            if camel:
+                body = body.replace(b"?session_id=", b"?sessionId=", 1)
+            if agent:
+                head, sep, rest = body.partition(b"data: ")
+                line, nl, tail = rest.partition(b"\r\n") if b"\r\n" in rest else rest.partition(b"\n")
+                body = head + sep + line + b"&agent=" + quote(agent, safe="").encode() + nl + tail
+            message = {**message, "body": body}
             told = True
         await send(message)
     return wrapped
