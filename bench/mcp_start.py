@@ -2,6 +2,7 @@
 way Codex asks before its startup cutoff), against `memcli --version` (a process that does nothing).
 
     python bench/mcp_start.py [ROUNDS]     # default 9; prints the medians and their ratio
+    BENCH_MEMCLI="python -m memcli.cli" PYTHONPATH=/tmp/old/src python bench/mcp_start.py   # another checkout
 
 Each round starts a fresh `memcli mcp` on a fresh home (nothing opened or warmed before), writes
 initialize, waits for its answer, sends notifications/initialized and tools/list and waits for the tool
@@ -10,6 +11,7 @@ first `list_facts` call (the store opened and the MCP SDK loaded meanwhile)."""
 import json
 import os
 import select
+import shlex
 import statistics
 import subprocess
 import sys
@@ -17,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-MEMCLI = str(Path(sys.executable).parent / "memcli")
+MEMCLI = shlex.split(os.environ.get("BENCH_MEMCLI") or str(Path(sys.executable).parent / "memcli"))
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 9
 
 
@@ -54,7 +56,7 @@ def send(proc: subprocess.Popen, msg: dict) -> None:
 def one_mcp(tmp: Path, n: int) -> tuple[float, float, int]:
     home = tmp / f"home{n}"
     start = time.perf_counter()
-    proc = subprocess.Popen([MEMCLI, "mcp"], env=env_for(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*MEMCLI, "mcp"], env=env_for(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -79,7 +81,7 @@ def one_mcp(tmp: Path, n: int) -> tuple[float, float, int]:
 
 def one_version() -> float:
     start = time.perf_counter()
-    subprocess.run([MEMCLI, "--version"], check=True, capture_output=True, env=env_for(Path("/nonexistent")))
+    subprocess.run([*MEMCLI, "--version"], check=True, capture_output=True, env=env_for(Path("/nonexistent")))
     return time.perf_counter() - start
 
 
