@@ -47,7 +47,10 @@ class Who:
 def who(ctx: Any, identity: Identity | None) -> Who:
     """Who is calling: the entry's agent (the process's, else the HTTP request's) and the client's name."""
     agent = identity.agent if identity is not None else None
-    request_context = getattr(ctx, "_request_context", None)  # None outside a request (a unit call)
+    try:
+        request_context = ctx.request_context
+    except (AttributeError, ValueError):  # outside a request (a direct call)
+        request_context = None
     if agent is None and request_context is not None:
         request = getattr(request_context, "request", None)
         if request is not None and hasattr(request, "query_params"):

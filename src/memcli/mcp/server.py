@@ -316,7 +316,10 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli", batcher: "Wri
 
 def _owner(ctx: Context) -> str:
     """Whose request ids these are: a space token's, the admin's, this process's client's."""
-    request = getattr(getattr(ctx, "_request_context", None), "request", None)
+    try:
+        request = ctx.request_context.request
+    except (AttributeError, ValueError):  # outside a request (a direct call)
+        request = None
     caller = getattr(request, "scope", {}).get("state", {}).get("memcli_caller") if request is not None else None
     if caller is None:
         return "local"
