@@ -138,6 +138,22 @@ def test_a_bare_v3_client_on_mcp_sse_with_session_id_in_camel_case(tmp_path: Pat
         srv.stop()
 
 
+def test_an_sse_entry_says_its_agent_in_the_url(tmp_path: Path, subprocess_env: dict[str, str],
+                                                memcli_bin: str) -> None:
+    srv = start_server(memcli_bin, subprocess_env, tmp_path / "home")
+
+    async def main() -> None:
+        for path, agent in (("/sse?agent=gemini", "gemini"), ("/mcp/sse?agent=claude-desktop", "claude-desktop")):
+            async with sse_session(srv.url + path, srv.headers) as s:
+                r = await call(s, "remember", content=f"{agent} keeps its notes in English")
+                assert (await call(s, "get", memory_id=r["memory_id"]))["scope"] == f"agent:{agent}"
+
+    try:
+        anyio.run(main)
+    finally:
+        srv.stop()
+
+
 def test_sse_needs_the_token_and_refuses_a_foreign_origin_and_host(tmp_path: Path, subprocess_env: dict[str, str],
                                                                     memcli_bin: str) -> None:
     srv = start_server(memcli_bin, subprocess_env, tmp_path / "home")
