@@ -5,7 +5,7 @@ One server definition serves every transport: ``memcli mcp`` (stdio, see :mod:`m
 Tool results are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isError``) with its
 message, and so do arguments a tool does not take or cannot use (one clean sentence per argument). Seed 004's
 argument names work beside memcli's: ``agent_id`` (the agent), ``limit`` (recall's ``top_k``),
-``ttl_seconds``; ``request_id`` makes a retried write idempotent (:mod:`memcli.mcp.requests`).
+``ttl_seconds``; ``request_id`` makes a retried write idempotent (:mod:`memcli.mcp.callers`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from pydantic import Field, ValidationError
 from memcli import __version__
 from memcli.errors import MemcliError, public_message
 from memcli.mcp.board_tools import register_board_tools
-from memcli.mcp.identity import Identity, acting, who
-from memcli.mcp.requests import RequestIds
+from memcli.mcp.callers import Identity, RequestIds, acting, who
 from memcli.mcp.resources import register_prompts, register_resources
 from memcli.mcp.results import json_result
 

@@ -20,7 +20,7 @@ import anyio
 from memcli.mcp.lines import REPLAY_ID, Wire, check_line
 
 if TYPE_CHECKING:
-    from memcli.mcp.identity import Identity
+    from memcli.mcp.callers import Identity
     from memcli.server.holder import ServiceHolder
 
 
@@ -89,7 +89,7 @@ class SdkSession:
         """Read the configuration (a bad one is raised: MemcliError), start opening the store (team mode: the
         team server's client), build the server."""
         from memcli.config import load_config
-        from memcli.mcp.identity import Identity
+        from memcli.mcp.callers import Identity
         from memcli.project import detect_project
         from memcli.server.holder import ServiceHolder, setup_file_logging
 

@@ -148,7 +148,7 @@ class SseStream:
                 scope, receive, send)
             return
         scope["user"] = _owner(scope)
-        agent = _query(scope).get("agent")  # the client entry's agent (memcli.mcp.identity): its posts say it too
+        agent = _query(scope).get("agent")  # the client entry's agent (memcli.mcp.callers): its posts say it too
         if self.post_path in CAMEL or agent:
             send = _endpoint_event(send, self.post_path in CAMEL, agent)
         low = self.mcp.server._lowlevel_server  # noqa: SLF001 - what the SDK's own sse_app runs

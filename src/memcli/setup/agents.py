@@ -63,7 +63,7 @@ class Machine:
 
     def mcp_server(self, agent: str | None = None) -> dict[str, Any]:
         """The stdio MCP server entry (`mcpServers` style); ``agent``: the client it is for (`memcli mcp --agent
-        codex`: what the client writes is that agent's, see memcli.mcp.identity)."""
+        codex`: what the client writes is that agent's, see memcli.mcp.callers)."""
         entry: dict[str, Any] = {"command": self.memcli[0],
                                  "args": [*self.memcli[1:], "mcp", *(["--agent", agent] if agent else [])]}
         if self.server_env:

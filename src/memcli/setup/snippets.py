@@ -18,7 +18,7 @@ def http_snippets(m: Machine, agents: list[str], *, url: str, token: str) -> dic
     out: dict[str, str] = {}
     base = url
     for agent in agents:
-        url = f"{base}{'&' if '?' in base else '?'}agent={agent}"  # its writes are this agent's (memcli.mcp.identity)
+        url = f"{base}{'&' if '?' in base else '?'}agent={agent}"  # its writes are this agent's (memcli.mcp.callers)
         if agent == "claude-code":
             out[agent] = (f"claude mcp add --scope user --transport http {SERVER_NAME} {shlex.quote(url)} "
                           f"--header {shlex.quote('Authorization: Bearer ' + token)}\n\n# or in {m.claude_json()}:\n"
