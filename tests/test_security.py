@@ -185,7 +185,7 @@ def test_setup_prints_http_configs_with_the_homes_token(tmp_path: Path) -> None:
     token = read_auth(home).token
     codex = tomllib.loads(r.output.split("# ", 1)[1].split("\n", 1)[1].split("──")[0])
     entry = codex["mcp_servers"]["memcli"]
-    assert entry["url"] == f"http://127.0.0.1:{env['MEMCLI_PORT']}/mcp"
+    assert entry["url"] == f"http://127.0.0.1:{env['MEMCLI_PORT']}/mcp?agent=codex"  # its writes are Codex's
     assert entry["http_headers"] == {"Authorization": f"Bearer {token}"}
     assert r.output.count(f"Bearer {token}") >= 4  # codex, gemini, claude mcp add, ~/.claude.json
     assert stat.S_IMODE((home / "auth.json").stat().st_mode) == 0o600

@@ -111,10 +111,11 @@ def test_install_writes_each_agent_and_preserves_user_settings(user_home: Path, 
     memcli_home = tmp_path / "memcli-home"
     m = _machine(user_home, memcli_home, default_home=tmp_path / "elsewhere")
     _install(m, namespace="team")
-    server = {"command": MEMCLI, "args": ["mcp"], "env": {"MEMCLI_HOME": str(memcli_home)}}
+    def server(agent: str) -> dict[str, object]:  # each entry says which agent its client is (memcli mcp --agent)
+        return {"command": MEMCLI, "args": ["mcp", "--agent", agent], "env": {"MEMCLI_HOME": str(memcli_home)}}
 
     claude_json = json.loads((user_home / ".claude.json").read_text())
-    assert claude_json["mcpServers"]["memcli"] == {"type": "stdio", **server}
+    assert claude_json["mcpServers"]["memcli"] == {"type": "stdio", **server("claude-code")}
     assert {k: v for k, v in claude_json.items() if k != "mcpServers"} == {k: v for k, v in CLAUDE_JSON.items()
                                                                               if k != "mcpServers"}
     assert claude_json["mcpServers"]["github"] == CLAUDE_JSON["mcpServers"]["github"]
@@ -131,17 +132,17 @@ def test_install_writes_each_agent_and_preserves_user_settings(user_home: Path, 
 
     codex = (user_home / ".codex" / "config.toml").read_text()
     assert codex.startswith(CODEX_TOML)  # every byte of the user's file, comments included
-    assert tomllib.loads(codex)["mcp_servers"]["memcli"] == server
+    assert tomllib.loads(codex)["mcp_servers"]["memcli"] == server("codex")
     assert tomllib.loads(codex)["mcp_servers"]["context7"]["command"] == "npx"
 
     gemini = json.loads((user_home / ".gemini" / "settings.json").read_text())
-    assert gemini["mcpServers"]["memcli"] == server and gemini["theme"] == "GitHub"
+    assert gemini["mcpServers"]["memcli"] == server("gemini") and gemini["theme"] == "GitHub"
     anti = json.loads((user_home / ".gemini" / "antigravity" / "mcp_config.json").read_text())
-    assert anti == {"mcpServers": {**ANTIGRAVITY["mcpServers"], "memcli": server}}
+    assert anti == {"mcpServers": {**ANTIGRAVITY["mcpServers"], "memcli": server("antigravity")}}
     desktop = json.loads((user_home / ".config" / "Claude" / "claude_desktop_config.json").read_text())
-    assert desktop == {"mcpServers": {"memcli": server}}
+    assert desktop == {"mcpServers": {"memcli": server("claude-desktop")}}
     openclaw = json.loads((user_home / ".openclaw" / "openclaw.json").read_text())
-    assert openclaw["mcp"]["servers"]["memcli"] == server and openclaw["gateway"] == OPENCLAW["gateway"]
+    assert openclaw["mcp"]["servers"]["memcli"] == server("openclaw") and openclaw["gateway"] == OPENCLAW["gateway"]
     assert openclaw["mcp"]["servers"]["filesystem"] == OPENCLAW["mcp"]["servers"]["filesystem"]
 
     assert (memcli_home / "config.toml").read_text() == 'namespace = "team"\n'
@@ -203,7 +204,8 @@ def test_codex_replaces_an_existing_memcli_table_in_place(tmp_path: Path) -> Non
     m = _machine(home, tmp_path / "mh")
     _install(m, ["codex"])
     text = (home / ".codex" / "config.toml").read_text()
-    assert text == f'[mcp_servers.memcli]\ncommand = "{MEMCLI}"\nargs = ["mcp"]\n\n[mcp_servers.other]\ncommand = "x"\n'
+    assert text == (f'[mcp_servers.memcli]\ncommand = "{MEMCLI}"\nargs = ["mcp", "--agent", "codex"]\n\n'
+                    '[mcp_servers.other]\ncommand = "x"\n')
     apply_plan(plan_uninstall(m))
     assert (home / ".codex" / "config.toml").read_text() == original
 
@@ -225,7 +227,7 @@ def test_claude_cli_is_used_when_on_path(user_home: Path, tmp_path: Path) -> Non
     m.which = lambda name: "/opt/bin/claude" if name == "claude" else None  # plan only: nothing is run
     plan = plan_install(m, SetupOptions(agents=["claude-code"]))
     assert [s.argv for s in plan.commands] == [["/opt/bin/claude", "mcp", "add", "--scope", "user", "memcli", "--",
-                                                MEMCLI, "mcp"]]
+                                                MEMCLI, "mcp", "--agent", "claude-code"]]
     assert user_home / ".claude.json" not in [c.path for c in plan.files]
 
 
@@ -259,11 +261,11 @@ def test_hooks_mirror_the_plugin_hooks_json(tmp_path: Path) -> None:
 def test_print_snippets(tmp_path: Path) -> None:
     m = _machine(tmp_path, tmp_path / "mh")
     out = snippets(m, list(AGENTS))
-    assert out["claude-code"].startswith(f"claude mcp add --scope user memcli -- {MEMCLI} mcp")
-    assert tomllib.loads(out["codex"].split("\n", 1)[1])["mcp_servers"]["memcli"] == {"command": MEMCLI,
-                                                                                     "args": ["mcp"]}
+    assert out["claude-code"].startswith(f"claude mcp add --scope user memcli -- {MEMCLI} mcp --agent claude-code")
+    assert tomllib.loads(out["codex"].split("\n", 1)[1])["mcp_servers"]["memcli"] == {
+        "command": MEMCLI, "args": ["mcp", "--agent", "codex"]}
     gemini, trust = out["gemini"].split("\n", 1)[1].rsplit("\n// ", 1)  # the entry, then how to trust a folder
-    assert json.loads(gemini) == {"mcpServers": {"memcli": {"command": MEMCLI, "args": ["mcp"]}}}
+    assert json.loads(gemini) == {"mcpServers": {"memcli": {"command": MEMCLI, "args": ["mcp", "--agent", "gemini"]}}}
     assert "TRUST_FOLDER" in trust
 
 

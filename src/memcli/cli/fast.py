@@ -80,9 +80,11 @@ class _StepAside(Exception):
     """The typer app runs this command instead (nothing was sent to the server)."""
 
 
-def parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any], list[str]] | None:
+def parse(argv: list[str], specs: dict[str, Spec] | None = None
+          ) -> tuple[str | None, str, dict[str, Any], list[str]] | None:
     """``[--home H] COMMAND ARGS…`` → (home, command, options, positionals), or None when this path does not
-    take the command line exactly as click would."""
+    take the command line exactly as click would. ``specs``: the commands it knows (default: SPECS)."""
+    specs = SPECS if specs is None else specs
     home: str | None = None
     i = 0
     while i < len(argv) and argv[i].startswith("-"):  # global options
@@ -92,9 +94,9 @@ def parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any], list[str]] 
             home, i = argv[i][len("--home="):], i + 1
         else:
             return None  # --no-server, --version, --help, anything else
-    if i >= len(argv) or argv[i] not in SPECS:
+    if i >= len(argv) or argv[i] not in specs:
         return None
-    command, spec = argv[i], SPECS[argv[i]]
+    command, spec = argv[i], specs[argv[i]]
     opts: dict[str, Any] = dict(spec.defaults)
     args: list[str] = []
     rest = argv[i + 1:]
@@ -130,9 +132,22 @@ def parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any], list[str]] 
             opts.setdefault(dest, []).append(converted)
         else:
             opts[dest] = converted
+    if spec.positional == "0":
+        return (home, command, opts, args) if not args else None
     if not args or (spec.positional == "1" and len(args) != 1) or "-" in args:
         return None  # a missing or extra argument; "-" reads stdin, which a step aside could not read again
     return home, command, opts, args
+
+
+def parse_mcp(argv: list[str]) -> tuple[str | None, dict[str, Any], str | None] | None:
+    """``[--home H] mcp [--namespace N] [--agent A]`` → (home, config overrides, agent); None for any other
+    command line (the typer app then runs it, ``--help`` included)."""
+    parsed = parse(argv, {"mcp": Spec(_opts(_NS, ("--agent", "agent", VALUE, str)), positional="0")})
+    if parsed is None:
+        return None
+    home, _, opts, _ = parsed
+    namespace = opts.get("namespace")
+    return home, ({"namespace": namespace} if namespace is not None else {}), opts.get("agent")
 
 
 def _negative_number(value: str) -> bool:
@@ -174,13 +189,21 @@ def _local() -> Any:
 
 def run(argv: list[str]) -> int | None:
     """Run the command line here when this path can, and return its exit code; None: run the typer app."""
-    if os.environ.get("MEMCLI_FAST") == "0" or os.environ.get("MEMCLI_NO_SERVER"):
+    if os.environ.get("MEMCLI_FAST") == "0":
         return None
     if argv == ["--version"]:
         from memcli import __version__
 
         sys.stdout.write(f"memcli {__version__}\n")
         return 0
+    mcp = parse_mcp(argv)
+    if mcp is not None:  # an MCP client waits ~1 s for the handshake: memcli.mcp.front answers it at once
+        from memcli.mcp.front import serve
+
+        serve(*mcp)
+        return 0
+    if os.environ.get("MEMCLI_NO_SERVER"):
+        return None
     parsed = parse(argv)
     if parsed is None:
         return None

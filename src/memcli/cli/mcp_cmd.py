@@ -1,8 +1,10 @@
-"""`memcli mcp`: the MCP server over stdio, started on demand by an MCP client."""
+"""`memcli mcp`: the MCP server over stdio, started on demand by an MCP client.
+
+The command line is usually taken by :mod:`memcli.cli.fast` without typer (a client waits ~1 s for the
+handshake); this is the same command for the forms it leaves to typer (``--help``, ``--home`` after it...)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import typer
@@ -15,20 +17,16 @@ def register(app: typer.Typer) -> None:
     def mcp(
         ctx: typer.Context,
         namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Default namespace."),
+        agent: Optional[str] = typer.Option(
+            None, "--agent", help="The agent this client is (codex, gemini…): its writes are that agent's "
+                                  "(scope agent:<name>) unless a tool call names another. `memcli setup` sets it."),
     ) -> None:
         """Serve MCP over stdin/stdout (for an MCP client to start; nothing but protocol on stdout).
 
-        Example: claude mcp add --scope user memcli -- memcli mcp
+        Example: claude mcp add --scope user memcli -- memcli mcp --agent claude-code
         """
-        from memcli.mcp.stdio import run_stdio
-        from memcli.project import detect_project
-        from memcli.server.holder import ServiceHolder, setup_file_logging
+        from memcli.mcp.front import serve
 
         st = state(ctx)  # never JSON mode: errors go to stderr, stdout belongs to the protocol
         with_namespace(ctx, namespace)
-        config = st.config()
-        setup_file_logging(config, "mcp")
-        project = detect_project(Path.cwd())
-        team = st.team()  # team mode: the tools call the team server (MEMCLI_API_URL), no local store
-        run_stdio(ServiceHolder(config, team, project=project) if team is not None  # type: ignore[arg-type]
-                  else ServiceHolder(config, project=project))
+        serve(str(st.home) if st.home else None, dict(st.overrides), agent)

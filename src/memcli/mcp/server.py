@@ -1,22 +1,29 @@
 """The MCP face: memcli's tools on the official SDK's :class:`MCPServer`.
 
-One server definition serves both transports: ``memcli mcp`` (stdio, see :func:`memcli.mcp.stdio.run_stdio`) and the
-``/mcp`` endpoint of ``memcli serve`` (Streamable HTTP, mounted by :mod:`memcli.server.app`). Tool results
-are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isError``) with its message.
+One server definition serves every transport: ``memcli mcp`` (stdio, see :mod:`memcli.mcp.front`) and the
+``/mcp``, ``/sse`` and ``/mcp/sse`` endpoints of ``memcli serve`` (mounted by :mod:`memcli.server.mcp_endpoint`).
+Tool results are the CLI's JSON shapes; a :class:`MemcliError` becomes a tool error (``isError``) with its
+message, and so do arguments a tool does not take or cannot use (one clean sentence per argument). Seed 004's
+argument names work beside memcli's: ``agent_id`` (the agent), ``limit`` (recall's ``top_k``),
+``ttl_seconds``; ``request_id`` makes a retried write idempotent (:mod:`memcli.mcp.callers`).
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from memcli import __version__
 from memcli.errors import MemcliError, public_message
 from memcli.mcp.board_tools import register_board_tools
+from memcli.mcp.callers import Identity, RequestIds, acting, who
+from memcli.mcp.resources import register_prompts, register_resources
 from memcli.mcp.results import json_result
 
 if TYPE_CHECKING:
@@ -47,21 +54,83 @@ IncludeArchived = Annotated[bool, Field(description="Also memories that memcli d
                                                     "(superseded) or archived (expired). Default: only active ones.")]
 
 
-def build_server(holder: "ServiceHolder", *, name: str = "memcli",
-                 batcher: "WriteBatcher | None" = None) -> MCPServer:
-    """An MCPServer whose tools call the shared service of ``holder``; with ``batcher`` (``memcli serve``),
-    remembers arriving at once share a commit with each other and with REST's."""
-    mcp = MCPServer(name=name, title="memcli: shared agent memory", version=__version__, instructions=INSTRUCTIONS,
-                    log_level="WARNING")
+AgentId = Annotated[str | None, Field(description="The same as `agent` (seed 004's name for it).")]
+RequestId = Annotated[str | None, Field(description="Any unique string for this write: a retry with the same "
+                                                    "request_id gets the first answer and writes nothing.")]
 
-    def run(method: str, /, *args: Any, **kwargs: Any) -> Any:
-        """One service call, tracked by the holder; a MemcliError becomes a tool error."""
+
+class _Server(MCPServer):
+    """The SDK's server, with argument errors a model can read: "unknown argument 'tag' (remember takes: …)"
+    instead of pydantic's report and its URL."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
-            return holder.call(method, *args, **kwargs)
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(_argument_errors(name, exc.__cause__, self)) from exc.__cause__
+
+
+def _argument_errors(tool: str, exc: ValidationError, server: MCPServer) -> str:
+    found = server._tool_manager.get_tool(tool)  # noqa: SLF001
+    takes = ", ".join(found.parameters.get("properties", {})) if found is not None else ""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(x) for x in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown argument {where!r} ({tool} takes: {takes})")
+        elif err["type"] == "missing":
+            parts.append(f"missing argument {where!r}")
+        else:
+            parts.append(f"{where}: {err['msg']}")
+    return f"invalid arguments for {tool}: " + "; ".join(parts)
+
+
+def _one(name: str, value: Any, alias: str, other: Any) -> Any:
+    """``value`` or its seed-004 alias ``other``; both and different is an error."""
+    if value is not None and other is not None and value != other:
+        raise ToolError(f"{name} and {alias} name the same thing: give one")
+    return value if value is not None else other
+
+
+def build_server(holder: "ServiceHolder", *, name: str = "memcli", batcher: "WriteBatcher | None" = None,
+                 identity: Identity | None = None) -> MCPServer:
+    """An MCPServer whose tools call the shared service of ``holder``; with ``batcher`` (``memcli serve``),
+    remembers arriving at once share a commit with each other and with REST's. ``identity``: the agent this
+    process's client is (``memcli mcp --agent``; over HTTP each request says it)."""
+    mcp = _Server(name=name, title="memcli: shared agent memory", version=__version__, instructions=INSTRUCTIONS,
+                  log_level="WARNING")
+    requests = RequestIds()
+
+    def run(method: str, /, *args: Any, actor: str | None = None, **kwargs: Any) -> Any:
+        """One service call, tracked by the holder (its changes recorded as ``actor``'s); a MemcliError
+        becomes a tool error."""
+        try:
+            return holder.call_with(lambda svc: getattr(acting(svc, actor), method)(*args, **kwargs))
         except MemcliError as exc:
             raise ToolError(public_message(exc.message, exc.http_status)) from None
         except (OSError, RuntimeError, ValueError) as exc:  # an engine error no core call named: no paths either
             raise ToolError(public_message(f"internal error: {type(exc).__name__}: {exc}", 500)) from None
+
+    def once(ctx: Context, request_id: str | None, call: dict[str, Any], write: Any) -> Any:
+        """``write()``'s answer; with a ``request_id``, a retry gets the first answer again and writes nothing."""
+        if request_id is None:
+            return write()
+        owner = _owner(ctx)
+        try:
+            done, answer = requests.begin(owner, request_id, call)
+        except MemcliError as exc:
+            raise ToolError(exc.message) from None
+        if done:
+            return answer
+        try:
+            answer = write()
+        except BaseException:
+            requests.abandon(owner, request_id)
+            raise
+        requests.finish(owner, request_id, call, answer)
+        return answer
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
@@ -73,18 +142,24 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
                                     open_world_hint=False),
     )
     def remember(
+        ctx: Context,
         content: Annotated[str, Field(description="The fact, decision or lesson to store, as one self-contained "
                                                   "statement (1..32,000 characters).")],
         tags: Tags = None,
-        agent: Annotated[str | None, Field(description="Store it as this agent's own memory (scope agent:<name>) "
-                                                       "instead of the shared global scope.")] = None,
+        agent: Annotated[str | None, Field(description="Store it as this agent's own memory (scope agent:<name>); "
+                                                       "default: the agent of this client's entry (memcli setup), "
+                                                       "else the shared global scope.")] = None,
+        agent_id: AgentId = None,
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0.0 .. 1.0; default 0.5.")] = 0.5,
         key: Annotated[str | None, Field(description="Optional upsert handle: remembering again with the same "
                                                      "key updates that memory instead of adding one.")] = None,
-        ttl: Annotated[str | None, Field(description="Expire after a duration, like 30m, 12h, 7d, 2w.")] = None,
+        ttl: Annotated[str | int | None, Field(description="Expire after a duration, like 30m, 12h, 7d, 2w (a "
+                                                           "number: seconds).")] = None,
+        ttl_seconds: Annotated[int | None, Field(ge=1, description="Expire after this many seconds.")] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description="Application-defined JSON object.")] = None,
         namespace: Namespace = None,
         keep_secrets: KeepSecrets = False,
+        request_id: RequestId = None,
     ) -> CallToolResult:
         """Store a memory that every agent of this user can recall later (by meaning or keyword, any language).
 
@@ -94,28 +169,41 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         change: "conflict") or another fact ("related") are listed in `related` with what differs. Returns
         {"ok", "memory_id", "duplicate_of", "related", "created", "updated"}.
         """
-        if batcher is None:
-            res = run("remember", content, tags=tags, agent=agent, importance=importance,
-                      key=key, ttl=ttl, metadata=metadata, namespace=namespace, source=SOURCE,
-                      **({"keep_secrets": True} if keep_secrets else {}))
-        else:
-            from memcli.memory.service import NewMemory
+        caller = who(ctx, identity)
+        agent = _one("agent", agent, "agent_id", agent_id) or caller.agent
+        ttl = _one("ttl", ttl, "ttl_seconds", ttl_seconds)
+        actor = caller.actor(agent)
+        call = {"tool": "remember", "content": content, "tags": tags, "agent": agent, "importance": importance,
+                "key": key, "ttl": ttl, "metadata": metadata, "namespace": namespace, "keep_secrets": keep_secrets}
 
-            item = NewMemory(content=content, tags=tags, agent=agent, importance=importance, key=key, ttl=ttl,
-                             metadata=metadata, namespace=namespace, keep_secrets=bool(keep_secrets))
-            try:
-                res = batcher.remember_now(item, None, SOURCE)  # None: the caller of this request
-            except MemcliError as exc:
-                raise ToolError(exc.message) from None
-        return json_result(res.item())
+        def write() -> Any:
+            if batcher is None:
+                res = run("remember", content, tags=tags, agent=agent, importance=importance, key=key, ttl=ttl,
+                          metadata=metadata, namespace=namespace, source=SOURCE, actor=actor,
+                          **({"keep_secrets": True} if keep_secrets else {}))
+            else:
+                from memcli.memory.service import NewMemory
+
+                item = NewMemory(content=content, tags=tags, agent=agent, importance=importance, key=key, ttl=ttl,
+                                 metadata=metadata, namespace=namespace, keep_secrets=bool(keep_secrets))
+                try:
+                    res = batcher.remember_now(item, None, SOURCE, actor)  # None: the caller of this request
+                except MemcliError as exc:
+                    raise ToolError(exc.message) from None
+            return res.item()
+
+        return json_result(once(ctx, request_id, call, write))
 
     @mcp.tool(name="recall", title="Recall memories", annotations=read_only)
     def recall(
         query: Annotated[str, Field(description="What you are looking for, in natural language or keywords "
                                                 "(identifiers, paths, error codes work too).")],
-        top_k: Annotated[int, Field(ge=1, le=100, description="How many memories to return.")] = 5,
+        top_k: Annotated[int | None, Field(ge=1, le=100, description="How many memories to return (default 5).")
+                         ] = None,
+        limit: Annotated[int | None, Field(ge=1, le=100, description="The same as `top_k`.")] = None,
         agent_filter: Annotated[str | None, Field(description="Only memories of this agent (scope agent:<name>); "
                                                               "'global' for shared ones only.")] = None,
+        agent_id: Annotated[str | None, Field(description="The same as `agent_filter`.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")] = None,
         namespace: Namespace = None,
         include_archived: IncludeArchived = False,
@@ -126,13 +214,15 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         another agent's session. Returns a list of {"memory_id", "content", "score" (0..1), "tags", "scope",
         "namespace", "importance", "key", "created_at", "updated_at", ...}.
         """
-        hits = run("recall", query, top_k=top_k, scope=agent_filter, tags=tags, namespace=namespace,
+        hits = run("recall", query, top_k=_one("top_k", top_k, "limit", limit) or 5,
+                   scope=_one("agent_filter", agent_filter, "agent_id", agent_id), tags=tags, namespace=namespace,
                    include_archived=include_archived)
         return json_result([h.item() for h in hits])
 
     @mcp.tool(name="list_facts", title="List memories", annotations=read_only)
     def list_facts(
         agent: Annotated[str | None, Field(description="Only this agent's memories (scope agent:<name>).")] = None,
+        agent_id: AgentId = None,
         tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="How many to return.")] = 20,
         offset: Annotated[int, Field(ge=0, description="Skip this many (paging).")] = 0,
@@ -140,8 +230,8 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         include_archived: IncludeArchived = False,
     ) -> CallToolResult:
         """List stored memories, newest first, with exact filters (no search). Use `recall` to search."""
-        mems = run("list", agent=agent, tags=[tag] if tag else None, limit=limit,
-                   offset=offset, namespace=namespace, include_archived=include_archived)
+        mems = run("list", agent=_one("agent", agent, "agent_id", agent_id), tags=[tag] if tag else None,
+                   limit=limit, offset=offset, namespace=namespace, include_archived=include_archived)
         return json_result([m.item() for m in mems])
 
     @mcp.tool(name="check_duplicate", title="Check for a duplicate", annotations=read_only)
@@ -171,6 +261,7 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
                                     open_world_hint=False),
     )
     def update(
+        ctx: Context,
         memory_id: MemoryId,
         content: Annotated[str | None, Field(description="New text (replaces the old text).")] = None,
         tags: Annotated[list[str] | None, Field(description="New tags (replace the old ones).")] = None,
@@ -180,15 +271,23 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
                                                                   "version (from `get`); else an error.")] = None,
         keep_secrets: KeepSecrets = False,
         namespace: IdNamespace = None,
+        request_id: RequestId = None,
     ) -> CallToolResult:
         """Correct or refine an existing memory; only the fields given change. Returns {"ok", "memory_id", "version"}."""
-        mem = run("update", memory_id, content=content, tags=tags, namespace=namespace,
-                  importance=importance, scope=scope, expected_version=expected_version, source="mcp",
-                  **({"keep_secrets": True} if keep_secrets else {}))
-        out = {"ok": True, "memory_id": mem.id, "version": mem.version}
-        if getattr(mem, "merged_versions", None):  # a team space merged a stale update (memcli.team.conflict)
-            out.update(merged=True, content=mem.content)
-        return json_result(out)
+        call = {"tool": "update", "memory_id": memory_id, "content": content, "tags": tags, "importance": importance,
+                "scope": scope, "expected_version": expected_version, "keep_secrets": keep_secrets,
+                "namespace": namespace}
+
+        def write() -> Any:
+            mem = run("update", memory_id, content=content, tags=tags, namespace=namespace,
+                      importance=importance, scope=scope, expected_version=expected_version, source=SOURCE,
+                      actor=who(ctx, identity).actor(None), **({"keep_secrets": True} if keep_secrets else {}))
+            out = {"ok": True, "memory_id": mem.id, "version": mem.version}
+            if getattr(mem, "merged_versions", None):  # a team space merged a stale update (memcli.team.conflict)
+                out.update(merged=True, content=mem.content)
+            return out
+
+        return json_result(once(ctx, request_id, call, write))
 
     @mcp.tool(
         name="forget",
@@ -196,22 +295,44 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                     open_world_hint=False),
     )
-    def forget(memory_id: MemoryId, namespace: IdNamespace = None) -> CallToolResult:
+    def forget(ctx: Context, memory_id: MemoryId, namespace: IdNamespace = None,
+               request_id: RequestId = None) -> CallToolResult:
         """Delete a memory for good (every agent loses it). Use for wrong or obsolete memories. Returns {"ok"}."""
-        ids = run("forget", memory_id, source="mcp", namespace=namespace)
-        return json_result({"ok": True, "memory_id": ids[0]})
+        call = {"tool": "forget", "memory_id": memory_id, "namespace": namespace}
+
+        def write() -> Any:
+            ids = run("forget", memory_id, source=SOURCE, namespace=namespace, actor=who(ctx, identity).actor(None))
+            return {"ok": True, "memory_id": ids[0]}
+
+        return json_result(once(ctx, request_id, call, write))
 
     register_board_tools(mcp, holder)
-    _forbid_unknown_arguments(mcp)
+    register_resources(mcp, lambda method, *a, **k: holder.call(method, *a, **k))
+    register_prompts(mcp, lambda method, *a, **k: holder.call(method, *a, **k))
+    _finish_tools(mcp)
     return mcp
 
 
-def _forbid_unknown_arguments(mcp: MCPServer) -> None:
-    """An argument a tool does not have is a tool error, as an unknown field is for REST (the SDK drops it
-    silently: `remember(content=…, tag="bug")` would store no tag and say nothing)."""
+def _owner(ctx: Context) -> str:
+    """Whose request ids these are: a space token's, the admin's, this process's client's."""
+    try:
+        request = ctx.request_context.request
+    except (AttributeError, ValueError):  # outside a request (a direct call)
+        request = None
+    caller = getattr(request, "scope", {}).get("state", {}).get("memcli_caller") if request is not None else None
+    if caller is None:
+        return "local"
+    return caller if isinstance(caller, str) else f"space:{caller.space}:{caller.token_id}"
+
+
+def _finish_tools(mcp: MCPServer) -> None:
+    """Every tool: its description without the docstring's indentation, and an argument it does not have
+    refused, as an unknown field is for REST (the SDK drops it silently: `remember(content=…, tag="bug")`
+    would store no tag and say nothing)."""
     from pydantic import ConfigDict
 
     for tool in mcp._tool_manager.list_tools():  # noqa: SLF001 - the SDK has no public hook for this
+        tool.description = inspect.cleandoc(tool.description or "")
         base = tool.fn_metadata.arg_model
         tool.fn_metadata.arg_model = type(base.__name__, (base,),
                                           {"model_config": ConfigDict(**base.model_config, extra="forbid")})

@@ -1,5 +1,5 @@
-"""The HTTP face: one Starlette app with REST under ``/api``, MCP (Streamable HTTP) at ``/mcp``, the Claude
-Code hook routes under ``/hooks``, the web view and ``GET /health``.
+"""The HTTP face: one Starlette app with REST under ``/api``, MCP (Streamable HTTP) at ``/mcp`` and legacy SSE
+at ``/sse`` and ``/mcp/sse``, the Claude Code hook routes under ``/hooks``, the web view and ``GET /health``.
 
 This module only composes: the routes live in their own modules (:mod:`memory_routes`, :mod:`board_routes`,
 :mod:`distill_routes`, :mod:`team`, :mod:`memcli.web.routes`, :mod:`memcli.hooks.routes`), the request guard in
@@ -35,7 +35,7 @@ from memcli.server.distill_routes import distill_routes
 from memcli.server.guard import LOOPBACK_HOSTS, Activity, Guard
 from memcli.server.holder import ServiceHolder
 from memcli.server.http import ApiError, error_response, etag
-from memcli.server.mcp_endpoint import McpEndpoint
+from memcli.server.mcp_endpoint import McpEndpoint, sse_routes
 from memcli.server.memory_routes import memory_routes
 from memcli.server.team import CALLER, TeamGate, admin_routes, transfer_routes
 from memcli.web.routes import web_routes
@@ -109,6 +109,7 @@ def create_app(config: "Config", service: "MemoryService | None" = None, *, host
         r.runtime.whoami, r.runtime.acting_as = team.whoami, team.acting_as  # type: ignore[attr-defined]
     routes += hooks
     routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
+    routes += sse_routes(mcp)  # the legacy SSE transport, for clients that speak only it
 
     # ------------------------------------------------------------------ errors
     async def on_memcli_error(request: Request, exc: Exception) -> Response:

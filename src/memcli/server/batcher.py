@@ -64,9 +64,11 @@ class WriteBatcher:
         self._running: set[tuple[Any, ...]] = set()
         self.commits = 0  # groups written (for the log and the benches)
 
-    def submit(self, item: "NewMemory", caller: Any, source: str | None = None) -> "concurrent.futures.Future[Any]":
+    def submit(self, item: "NewMemory", caller: Any, source: str | None = None,
+               actor: str | None = None) -> "concurrent.futures.Future[Any]":
         """Queue ``item``; the future holds its RememberResult (or its error) once its commit is done.
-        ``caller``: "admin", a space token's :class:`~memcli.team.spaces.Caller`, or None: the current one."""
+        ``caller``: "admin", a space token's :class:`~memcli.team.spaces.Caller`, or None: the current one.
+        ``actor``: who the audit log names when the caller is the admin (a space token names its own agent)."""
         src = source or self.source
         if self.holder.stopping:  # nothing queued after this: the shutdown waits only for what it has seen
             refused: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -77,10 +79,10 @@ class WriteBatcher:
         # a space's writers share a batch; the admin's are apart (even from a space that is named "admin")
         owner = ("space", caller.space) if hasattr(caller, "space") else ("admin",)
         group = (*owner, src)
-        actor = getattr(caller, "actor", None)
-        if actor is not None and item.scope is None and item.agent is None:
-            item.scope = actor  # what the caller's own SpaceService would default to
-        entry = _Entry(item, actor)
+        space_actor = getattr(caller, "actor", None)
+        if space_actor is not None and item.scope is None and item.agent is None:
+            item.scope = space_actor  # what the caller's own SpaceService would default to
+        entry = _Entry(item, space_actor if space_actor is not None else actor)
         with self._lock:
             self._queues.setdefault(group, []).append(entry)
             start = group not in self._running
@@ -96,9 +98,10 @@ class WriteBatcher:
         """From the event loop (REST)."""
         return await asyncio.wrap_future(self.submit(item, caller, source))
 
-    def remember_now(self, item: "NewMemory", caller: Any, source: str | None = None) -> "RememberResult":
+    def remember_now(self, item: "NewMemory", caller: Any, source: str | None = None,
+                     actor: str | None = None) -> "RememberResult":
         """From a worker thread (an MCP tool): blocks until the item's commit is done."""
-        return self.submit(item, caller, source).result()
+        return self.submit(item, caller, source, actor).result()
 
     def _take(self, group: tuple[Any, ...]) -> list[_Entry]:
         """The next batch of ``group`` (under the lock); an empty one ends the group's thread."""

@@ -66,9 +66,11 @@ class Machine:
             return {}
         return {"MEMCLI_HOME": str(self.memcli_home)}
 
-    def mcp_server(self) -> dict[str, Any]:
-        """The stdio MCP server entry (`mcpServers` style)."""
-        entry: dict[str, Any] = {"command": self.memcli[0], "args": [*self.memcli[1:], "mcp"]}
+    def mcp_server(self, agent: str | None = None) -> dict[str, Any]:
+        """The stdio MCP server entry (`mcpServers` style); ``agent``: the client it is for (`memcli mcp --agent
+        codex`: what the client writes is that agent's, see memcli.mcp.callers)."""
+        entry: dict[str, Any] = {"command": self.memcli[0],
+                                 "args": [*self.memcli[1:], "mcp", *(["--agent", agent] if agent else [])]}
         if self.server_env:
             entry["env"] = dict(self.server_env)
         return entry

@@ -285,7 +285,7 @@ class _Installer:
     # ------------------------------------------------------------------ agents
     def claude_code(self) -> None:
         m = self.m
-        server = m.mcp_server()
+        server = m.mcp_server("claude-code")
         claude = m.which("claude") if self.opts.use_cli else None
         claude_json = m.claude_json()
         current = get_in(_read_json_quietly(claude_json), ["mcpServers", SERVER_NAME])
@@ -324,18 +324,19 @@ class _Installer:
             self.plan.note("claude-code", "hooks: install the plugin inside Claude Code:\n  " + "\n  ".join(PLUGIN_LINES))
 
     def codex(self) -> None:
-        self.toml_table("codex", self.m.codex_config(), f"mcp_servers.{SERVER_NAME}", self.m.mcp_server())
+        self.toml_table("codex", self.m.codex_config(), f"mcp_servers.{SERVER_NAME}", self.m.mcp_server("codex"))
 
     def gemini(self) -> None:
-        self.json_key("gemini", self.m.gemini_settings(), ["mcpServers", SERVER_NAME], self.m.mcp_server())
+        self.json_key("gemini", self.m.gemini_settings(), ["mcpServers", SERVER_NAME], self.m.mcp_server("gemini"))
         self.plan.note("gemini", GEMINI_TRUST)
 
     def antigravity(self) -> None:
-        self.json_key("antigravity", self.m.antigravity_config(), ["mcpServers", SERVER_NAME], self.m.mcp_server())
+        self.json_key("antigravity", self.m.antigravity_config(), ["mcpServers", SERVER_NAME],
+                      self.m.mcp_server("antigravity"))
 
     def claude_desktop(self) -> None:
         self.json_key("claude-desktop", self.m.claude_desktop_config(), ["mcpServers", SERVER_NAME],
-                      self.m.mcp_server())
+                      self.m.mcp_server("claude-desktop"))
 
     def openclaw(self) -> None:
         path, source = self.m.openclaw_config(), oc.plugin_dir()
@@ -347,16 +348,16 @@ class _Installer:
             self.plan.note("openclaw", "memcli's memory plugin is installed with the `openclaw` CLI (on PATH, without "
                                        "--no-cli); the MCP server is set up instead")
         try:
-            self.json_key("openclaw", path, ["mcp", "servers", SERVER_NAME], self.m.mcp_server())
+            self.json_key("openclaw", path, ["mcp", "servers", SERVER_NAME], self.m.mcp_server("openclaw"))
         except SetupError:
             openclaw = self.m.which("openclaw") if self.opts.use_cli else None
             if not openclaw:
                 raise
             # JSON5 (comments): let OpenClaw's own CLI edit its config.
             probe = {"agent": "openclaw", "kind": "openclaw_mcp_cli", "file": str(path)}
-            entry = dict(probe, value=self.m.mcp_server(), openclaw=openclaw)
+            entry = dict(probe, value=self.m.mcp_server("openclaw"), openclaw=openclaw)
             self.plan.commands.append(CommandStep("openclaw", [openclaw, "mcp", "set", SERVER_NAME,
-                                                               json.dumps(self.m.mcp_server())], entry))
+                                                               json.dumps(self.m.mcp_server("openclaw"))], entry))
             self.entries.append(entry)
 
     def openclaw_plugin(self, openclaw: str, path: Path, source: Path) -> None:

@@ -16,7 +16,9 @@ def http_snippets(m: Machine, agents: list[str], *, url: str, token: str) -> dic
 
     auth = {"Authorization": f"Bearer {token}"}
     out: dict[str, str] = {}
+    base = url
     for agent in agents:
+        url = f"{base}{'&' if '?' in base else '?'}agent={agent}"  # its writes are this agent's (memcli.mcp.callers)
         if agent == "claude-code":
             out[agent] = (f"claude mcp add --scope user --transport http {SERVER_NAME} {shlex.quote(url)} "
                           f"--header {shlex.quote('Authorization: Bearer ' + token)}\n\n# or in {m.claude_json()}:\n"
@@ -37,9 +39,9 @@ def http_snippets(m: Machine, agents: list[str], *, url: str, token: str) -> dic
 
 def snippets(m: Machine, agents: list[str], *, claude_hooks: str = "settings") -> dict[str, str]:
     """The config each agent needs, as the user would write it by hand (`memcli setup --print`)."""
-    server = m.mcp_server()
     out: dict[str, str] = {}
     for agent in agents:
+        server = m.mcp_server(agent)  # `memcli mcp --agent <agent>`: its writes are this agent's
         if agent == "claude-code":
             import shlex
 
