@@ -42,7 +42,7 @@ def test_uninstall_gives_hand_formatted_json_back_byte_for_byte(user_home: Path)
     gemini, claude = user_home / ".gemini" / "settings.json", user_home / ".claude" / "settings.json"
     out = setup(user_home, "--yes", "--agents", "gemini,claude-code", "--claude-hooks", "settings",
                 "--embedder", "hash")
-    assert json.loads(gemini.read_text())["mcpServers"]["memcli"]["args"] == ["mcp"]
+    assert json.loads(gemini.read_text())["mcpServers"]["memcli"]["args"] == ["mcp", "--agent", "gemini"]
     assert "UserPromptSubmit" in json.loads(claude.read_text())["hooks"]
     assert "trusted folders" in out and "TRUST_FOLDER" in out  # Gemini's trust, said at setup
     setup(user_home, "--uninstall", "--yes")
