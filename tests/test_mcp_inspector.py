@@ -63,7 +63,9 @@ def test_seed_004_inspector_flow_with_namespaces(transport: str, memcli_bin: str
         hits = _tool(target, env, "recall", query="when does the mobile app ship", namespace=ns, limit="3")
         assert hits[0]["memory_id"] == r["memory_id"] and hits[0]["scope"] == "agent:planner"
         assert _tool(target, env, "recall", query="when does the mobile app ship") == []  # the default namespace
-        got = _tool(target, env, "get", memory_id=r["memory_id"][-8:], namespace=ns)
+        # a short id by its start (with its dash): the Inspector CLI reads an all-digit value, or one like
+        # "12e45678", as a number, as it would any --tool-arg
+        got = _tool(target, env, "get", memory_id=r["memory_id"][:13], namespace=ns)
         assert got["namespace"] == ns and got["tags"] == ["release"] and got["expires_at"]
 
         uris = {x["uri"] for x in _inspector(target, env, "--method", "resources/list")["resources"]}

@@ -171,12 +171,12 @@ def test_setup_connects_the_three_clients(world: World) -> None:
     assert 'model_provider = "standin"' in codex_cfg and "[mcp_servers.memcli]" in codex_cfg, codex_cfg
     gemini = json.loads((world.home / ".gemini" / "settings.json").read_text())
     assert gemini["security"]["auth"]["selectedType"] == "gemini-api-key", gemini  # the user's keys kept
-    assert gemini["mcpServers"]["memcli"]["args"] == ["mcp"], gemini
+    assert gemini["mcpServers"]["memcli"]["args"] == ["mcp", "--agent", "gemini"], gemini
 
     codex = world.run([world.clients.exe("codex"), "mcp", "list"], what="codex mcp list")
     assert "memcli" in codex.stdout and "enabled" in codex.stdout, codex.stdout
     got = json.loads(world.run([world.clients.exe("codex"), "mcp", "get", "memcli", "--json"]).stdout)
-    assert got["transport"]["command"] == MEMCLI and got["transport"]["args"] == ["mcp"], got
+    assert got["transport"]["command"] == MEMCLI and got["transport"]["args"] == ["mcp", "--agent", "codex"], got
     for client, mark in (("gemini", "✓ memcli"), ("claude", "memcli")):
         out = connected(world, client, mark)
         assert "memcli" in out and "Connected" in out, f"`{client} mcp list` never saw memcli connected:\n{out}"
