@@ -228,7 +228,7 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
             cos = svc.store.cosines(svc.embedder.embed_query(prompt), None, 50)
             return {"nearest": [round(float(c), 4) for c in cos], "hits": [{"id": af_of.get(s.hit.memory.id, "filler"), "relevance": round(s.relevance, 4),
                      "cosine": s.cosine, "bm25": s.bm25, **{k: s.hit.explain.get(k) for k in ("keyword_coverage", "keyword_match", "similarity")}}
-                    for s in score_hits(svc, prompt, hits)]}
+                    for s in score_hits(hits)]}
 
         lat = []
         ans_scored, off_scored, top5 = [], [], 0
