@@ -88,7 +88,7 @@ def agentfacts_set(embedder: str) -> tuple[Any, list[str], list[tuple[str, str, 
 def locomo_set(embedder: str) -> tuple[Any, list[str], list[tuple[str, str, set[str]]]]:
     from memcli.memory.service import NewMemory
 
-    convs = load_locomo(LOCOMO_DATA)
+    convs = load_locomo(LOCOMO_DATA)[:CONVERSATIONS[0]]
 
     def build(svc: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -99,7 +99,7 @@ def locomo_set(embedder: str) -> tuple[Any, list[str], list[tuple[str, str, set[
                 out[f"{c['id']}/{t['dia_id']}"] = r.memory_id
         return out
 
-    svc, mem_of = cached_store("locomo", embedder, build)
+    svc, mem_of = cached_store(f"locomo{len(convs)}", embedder, build)
     qs = [(f"locomo-{c['id']}", q["q"], {mem_of[f"{c['id']}/{d}"] for d in q["gold"]})
           for c in convs for q in c["questions"]]
     return svc, [f"locomo-{c['id']}" for c in convs], qs
@@ -123,6 +123,7 @@ def cmrc_set(embedder: str) -> tuple[Any, list[str], list[tuple[str, str, set[st
     return svc, ["cmrc"], [("cmrc", q, {mem_of[str(i)]}) for q, i in pairs]
 
 
+CONVERSATIONS = [5]  # how many LoCoMo conversations (--conversations)
 SETS = {"agentfacts": agentfacts_set, "locomo": locomo_set, "cmrc": cmrc_set}
 
 
@@ -182,8 +183,10 @@ def main() -> None:
     ap.add_argument("--embedders", default="local,hash")
     ap.add_argument("--sets", default="agentfacts,locomo,cmrc")
     ap.add_argument("--limit", type=int, default=400, help="answering questions per set (a seeded sample)")
+    ap.add_argument("--conversations", type=int, default=5, help="LoCoMo conversations to store (1-5)")
     ap.add_argument("--dump", type=Path, default=None, help="write every measured hit's signals to this file")
     args = ap.parse_args()
+    CONVERSATIONS[0] = args.conversations
     off = offtopic()
     dump: dict[str, Any] = {}
     summary: dict[str, Any] = {}
