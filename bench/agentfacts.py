@@ -237,7 +237,7 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
             sc = scored_of(q["question"])
             lat.append((time.perf_counter() - t) * 1000)
             ans_scored.append((q, sc))
-            recalled = [af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: -s.hit.score)[:5]]
+            recalled = [af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: s.order)[:5]]
             top5 += bool(set(recalled) & set(q["relevant"]))
         for o in data["offtopic"]:
             off_scored.append((o, scored_of(o["prompt"])))
