@@ -21,10 +21,10 @@ class HashRelevance(Relevance):
     few hundred memories for an off-topic question: 12% of them), so the cosine counts little and the keyword
     match most — an off-topic question's best hit holds half of its keywords for 0–2% of the questions, an
     answering memory for 54–92% (bench/scores.py --embedders hash). The two parts add up: off-topic
-    best hits reach 0.5 for 1–5% of the questions, answering memories for 63–98%."""
+    best hits reach 0.5 for 1–9% of the questions, answering memories for 76–100%."""
 
-    COSINE = ([0.30, 0.45, 0.60], [0.0, 0.25, 0.50])
-    MATCH = ([0.20, 0.40, 0.70], [0.0, 0.50, 0.80])
+    COSINE = ([0.30, 0.40, 0.60], [0.0, 0.25, 0.50])
+    MATCH = ([0.10, 0.30, 0.70], [0.0, 0.50, 0.80])
 
     def __call__(self, cosine: float | None, match: float | None, baseline: float | None = None) -> float:
         m = max(0.0, min(1.0, match or 0.0))
