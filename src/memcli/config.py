@@ -54,7 +54,7 @@ class HooksConfig:
     # when the prompt's best candidate reaches index_min_score, the best recalled memories not shown in full go
     # in as one index line each (id, the memory's start, age, author): up to index_top_k lines within
     # index_budget tokens (chosen with bench/agentfacts.py --gate; bench/README.md)
-    index_min_score: float = 0.55
+    index_min_score: float = 0.50
     index_top_k: int = 4
     index_budget: int = 120
     # a prompt whose best candidate reaches index_strong_score is plainly about what the store holds: its index

@@ -31,10 +31,11 @@ class E5Relevance(Relevance):
     MATCH_WEIGHT = 0.3
     DEFAULT_GAP = 0.04
     KEYWORD_ONLY_COSINE = 0.80
-    # 0 up to s = 0.95 (the median off-topic question's best hit: 0.93); 0.5 at 1.015 (agentfacts: 11% of
-    # off-topic questions' best hits and 84% of answering memories reach it); the prompt hook's tiers at the
-    # points its gate was tuned at (hooks.index_min_score 0.55, index_strong_score 0.65, min_score 0.90)
-    ANCHORS = ([0.95, 1.015, 1.032, 1.086, 1.217, 1.25], [0.0, 0.50, 0.55, 0.65, 0.90, 1.0])
+    # 0 up to s = 0.95 (the median off-topic question's best hit: 0.92–0.93); 0.5 at 1.032, where the prompt
+    # hook's index lines were tuned to start (agentfacts and CMRC: 12% of off-topic questions' best hits and 90%
+    # of answering memories reach it); the hook's other tiers where they were tuned (hooks.index_strong_score
+    # 0.65, min_score 0.90)
+    ANCHORS = ([0.95, 1.032, 1.086, 1.217, 1.25], [0.0, 0.50, 0.65, 0.90, 1.0])
 
     def __init__(self) -> None:
         super().__init__(None)
