@@ -228,7 +228,7 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
             cos = svc.store.cosines(svc.embedder.embed_query(prompt), None, 50)
             return {"nearest": [round(float(c), 4) for c in cos], "hits": [{"id": af_of.get(s.hit.memory.id, "filler"), "relevance": round(s.relevance, 4),
                      "cosine": s.cosine, "bm25": s.bm25, **{k: s.hit.explain.get(k) for k in ("keyword_coverage", "keyword_match", "similarity")}}
-                    for s in score_hits(svc, prompt, hits)]}
+                    for s in score_hits(hits)]}
 
         lat = []
         ans_scored, off_scored, top5 = [], [], 0
@@ -237,7 +237,7 @@ def gate_bench(sizes: list[int], dump: Path | None, sweep: bool = False) -> dict
             sc = scored_of(q["question"])
             lat.append((time.perf_counter() - t) * 1000)
             ans_scored.append((q, sc))
-            recalled = [af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: -s.hit.score)[:5]]
+            recalled = [af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: s.order)[:5]]
             top5 += bool(set(recalled) & set(q["relevant"]))
         for o in data["offtopic"]:
             off_scored.append((o, scored_of(o["prompt"])))

@@ -108,7 +108,7 @@ def bench(sizes: list[int], limit: int | None) -> dict[str, Any]:
                 sc, (_, ids, listed), ms = run(svc, h, make(it))
                 lat.append(ms)
                 gold = set(it["relevant"])
-                top5 = bool({af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: -s.hit.score)[:5]} & gold)
+                top5 = bool({af_of.get(s.hit.memory.id) for s in sorted(sc, key=lambda s: s.order)[:5]} & gold)
                 full = bool({af_of.get(i) for i in ids} & gold)
                 reach = bool({af_of.get(i) for i in ids + listed} & gold)
                 rows[it["kind"]].append((top5, reach, full))

@@ -448,7 +448,7 @@ def measure_gate(home: Path, env: dict[str, str]) -> dict[str, Any]:
     what the prompt hook injects with the configured gate (hooks.min_score)."""
     os.environ.update({"MEMCLI_HOME": str(home), "MEMCLI_EMBEDDER": "local"})
     from memcli.config import load_config
-    from memcli.hooks.inject import baseline_cosine, prompt_context, score_hits
+    from memcli.hooks.inject import prompt_context, score_hits
     from memcli.memory.service import MemoryService
 
     cfg = load_config(home)
@@ -464,9 +464,9 @@ def measure_gate(home: Path, env: dict[str, str]) -> dict[str, Any]:
     gold_cos, gold_gap, found, injected_right, misses = [], [], 0, 0, []
     for q, i in RELEVANT:
         gid = by_text.get(PLANTED[i])
-        base = baseline_cosine(svc, q, project="atlas", project_only=False)
-        gold = [s for s in score_hits(svc, q, svc.recall(q, top_k=15, project="atlas", explain=True),
-                                      project="atlas") if s.hit.memory.id == gid]
+        hits = svc.recall(q, top_k=15, project="atlas", explain=True)
+        base = (hits[0].explain or {}).get("baseline_cosine") if hits else None
+        gold = [s for s in score_hits(hits) if s.hit.memory.id == gid]
         if gold and gold[0].cosine is not None:
             found += 1
             gold_cos.append(gold[0].cosine)
@@ -477,8 +477,9 @@ def measure_gate(home: Path, env: dict[str, str]) -> dict[str, Any]:
             misses.append(q)
     irr_cos, irr_gap, false_inject = [], [], []
     for q in IRRELEVANT:
-        base = baseline_cosine(svc, q, project="atlas", project_only=False)
-        scored = score_hits(svc, q, svc.recall(q, top_k=15, project="atlas", explain=True), project="atlas")
+        hits = svc.recall(q, top_k=15, project="atlas", explain=True)
+        base = (hits[0].explain or {}).get("baseline_cosine") if hits else None
+        scored = score_hits(hits)
         top = max((s.cosine or 0.0) for s in scored)
         irr_cos.append(top)
         irr_gap.append(top - (base or 0.0))

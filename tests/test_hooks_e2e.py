@@ -549,7 +549,8 @@ def test_a_pasted_log_of_a_few_hundred_characters_is_searched_whole_through_the_
     to 600 characters is the query as it is (through `hooks/run.sh`, as Claude Code runs the hook)."""
     srv, _, beta = seeded
     root = Path(__file__).resolve().parents[1]
-    log = "\n".join(f"    2025-05-0{i} 10:0{i}:00 WARN beta-api redis cache miss for session tokens, refetching"
+    # (the hash test embedder's evidence is the words: a line number each, not a new timestamp each)
+    log = "\n".join(f"    [{i}] WARN beta-api redis cache miss for session tokens, refetching from the store"
                     for i in range(1, 6))
     prompt = f"is this expected?\n\n{log}\n\nit keeps happening since the deploy."
     assert 280 < len(prompt) < 600

@@ -34,7 +34,7 @@ def store(real_service: MemoryService) -> MemoryService:
 
 
 def _inject(svc: MemoryService, prompt: str) -> list[str]:
-    _, ids, _ = prompt_context(svc, prompt, project="atlas", budget=3000, top_k=5, min_relevance=0.55)
+    _, ids, _ = prompt_context(svc, prompt, project="atlas", budget=3000, top_k=5, min_relevance=0.68)
     return [svc.get(i).content for i in ids]
 
 

@@ -26,7 +26,7 @@ FACTS = [
     "On-call rotation for the data platform is managed in PagerDuty schedule DP-PRIMARY.",
     "The marketing site is a static Astro build deployed to Cloudflare Pages.",
 ]
-SETTINGS = {"budget": 3000, "top_k": 5, "min_relevance": 0.55, "index_min": 0.30, "index_top_k": 5,
+SETTINGS = {"budget": 3000, "top_k": 5, "min_relevance": 0.68, "index_min": 0.50, "index_top_k": 5,
             "index_budget": 110}
 
 

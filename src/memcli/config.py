@@ -49,16 +49,17 @@ class HooksConfig:
     session_start_budget: int = 6000
     prompt_budget: int = 3000
     prompt_top_k: int = 5
+    # the gates read recall's calibrated score (0.5: probably answers the prompt)
     min_score: float = 0.90  # relevance from which a memory goes in as full text
     # when the prompt's best candidate reaches index_min_score, the best recalled memories not shown in full go
     # in as one index line each (id, the memory's start, age, author): up to index_top_k lines within
     # index_budget tokens (chosen with bench/agentfacts.py --gate; bench/README.md)
-    index_min_score: float = 0.30
+    index_min_score: float = 0.50
     index_top_k: int = 4
     index_budget: int = 120
     # a prompt whose best candidate reaches index_strong_score is plainly about what the store holds: its index
     # lines may take index_strong_budget tokens (a captured turn's line is ~40 tokens, so 120 holds two of them)
-    index_strong_score: float = 0.50
+    index_strong_score: float = 0.65
     index_strong_budget: int = 180
     # the prompt's candidates: memories written in another script than the prompt (Chinese / Latin) get this much
     # more cosine before they are ranked (e5 scores two texts of one language higher; bench/sessions.py)

@@ -358,6 +358,8 @@ class RecallHit:
     explain: dict[str, Any] | None = None
     similarity: float = 0.0  # calibrated vector similarity, 0..1 (absolute: comparable across queries)
     keyword: bool = False  # found by the keyword (full-text) search too
+    # the hit's own calibrated relevance to the query (``score`` is it, capped by the hit ranked above)
+    relevance: float | None = None
     # check-duplicate: how this memory relates to the text checked ({"relation", "reason", "differences"})
     relation: dict[str, Any] | None = None
 

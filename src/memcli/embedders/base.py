@@ -39,6 +39,29 @@ class Calibration:
         return float(np.interp(cosine, self._x, self._y, left=0.0, right=1.0))
 
 
+class Relevance:
+    """How relevant a memory is to a query, 0..1, from absolute evidence (never from the other hits' ranks):
+    the query→memory cosine, how far it stands out from the query's ``baseline`` (the median cosine of its
+    nearest memories), and the keyword ``match`` (the memory's BM25 over what a memory holding the whole query
+    would score). 0.5 is "probably answers it". This base maps the cosine through the embedder's passage
+    calibration and adds ``match_bonus`` for a memory holding most of the query's keywords; an embedder
+    measured for it (the bundled e5, the hash test embedder) has its own."""
+
+    match_bonus = 0.25
+
+    def __init__(self, cosine: Calibration | None = None) -> None:
+        self.cosine = cosine
+
+    def __call__(self, cosine: float | None, match: float | None, baseline: float | None = None) -> float:
+        m = max(0.0, min(1.0, match or 0.0))
+        rel = 0.0
+        if cosine is not None:
+            rel = self.cosine(cosine) if self.cosine is not None else max(0.0, float(cosine))
+        if m >= 0.5:
+            rel += self.match_bonus
+        return max(0.0, min(1.0, rel))
+
+
 class Embedder(ABC):
     """Turns text into L2-normalised float32 vectors. Subclasses implement ``_embed``."""
 
@@ -52,6 +75,10 @@ class Embedder(ABC):
 
     def calibration(self) -> Calibration:
         return Calibration(DEFAULT_CALIBRATION.get(self.provider, DEFAULT_CALIBRATION["openai"]))
+
+    def relevance(self) -> Relevance:
+        """The query→memory relevance of this embedder's vectors (recall's ``score``; the prompt hook's gate)."""
+        return Relevance(self.calibration())
 
     @abstractmethod
     def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
@@ -106,6 +133,9 @@ class CachedEmbedder(Embedder):
 
     def calibration(self) -> Calibration:
         return self.inner.calibration()
+
+    def relevance(self) -> Relevance:
+        return self.inner.relevance()
 
     @staticmethod
     def _key(text: str, query: bool) -> tuple[bool, str]:

@@ -1,11 +1,10 @@
 """UserPromptSubmit: the memories relevant to this prompt, and only those.
 
-Recall is hybrid (vector + keyword, rank-fused). Its ``score`` is a rank-fused value: the best hit of a
-question about nothing in the store still scores high. So the hook gates on absolute signals instead — how far
-the memory's cosine stands out from the prompt's other neighbours, and how much of the prompt's keywords it
-holds — mapped to a 0..1 *relevance*: from ``hooks.min_score`` (default 0.90) a memory goes in full; when the
-prompt's best candidate reaches ``hooks.index_min_score`` (0.30), the next ones go in as index lines. See the
-measurements below.
+The hook gates on recall's own calibrated relevance (``score``; each hit's uncapped value is
+``RecallHit.relevance``), from absolute signals: how far the memory's cosine stands out from the prompt's other
+neighbours and how much of the prompt's keywords it holds (the embedder's ``Relevance``: memcli.embedders).
+From ``hooks.min_score`` a memory goes in full; when the prompt's best candidate reaches
+``hooks.index_min_score``, the next ones (in recall's order) go in as index lines.
 """
 
 from __future__ import annotations
@@ -13,12 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from memcli.hooks.query import hook_query
 from memcli.hooks.render import INDEX_TITLE, block, fill, index_lines
 from memcli.hooks.text import is_trivial, strip_injected
-from memcli.memory.search import build_where
 from memcli.models import RecallHit, now_ms
 
 if TYPE_CHECKING:
@@ -31,29 +27,6 @@ HEADER = ("Memories from memcli (shared by your agents) that may be relevant to 
 # prompts of an unrelated conversation get one, so its tokens count (bench/agentfacts.py --gate: off-topic tokens)
 INDEX_HEADER = "memcli notes that may relate to this prompt (open one with `memcli get <id>` or the MCP `get` tool):"
 
-# How relevant is a memory to a prompt? With multilingual-e5-small the raw query→passage cosine cannot tell on
-# its own: a memory that answers a prompt has cosine ~0.82–0.90, the best memory for an off-topic prompt
-# ~0.80–0.88. What separates them is how far the memory stands out from the prompt's other neighbours,
-# ``gap = cosine − median cosine of the prompt's nearest memories`` (up to 50; every memory of a small
-# store), and how much of the prompt's keywords it holds, ``match`` = its BM25 over what a memory matching
-# the whole prompt would score (search.relevance; 0 without a keyword hit). The evidence is
-# ``s = cosine + 4·gap + 0.3·match``, mapped to a 0..1 relevance with 0.55 (the default ``hooks.min_score``)
-# at s = GATE_S. Chosen with `python bench/agentfacts.py --gate` at 10, 100, 1,000 and 10,000 memories so that
-# at most 5% of unrelated prompts inject anything at any size (bench/README.md has the figures), and checked
-# on bench/hooks.py's prompts. A store of fewer than MIN_BASELINE memories has no neighbourhood to stand out
-# from: the gap is taken as DEFAULT_GAP. Other providers: their passage calibration of the cosine.
-GAP_WEIGHT = 4.0
-MATCH_WEIGHT = 0.3
-GATE_S = 1.10
-LOCAL_S_ANCHORS = ([GATE_S - 0.15, GATE_S, GATE_S + 0.15], [0.0, 0.55, 1.0])
-BASELINE_K = 50
-MIN_BASELINE = 4
-DEFAULT_GAP = 0.04
-# the test embedder (64 hashed dimensions: unrelated texts reach cosine ~0.2 by chance, so below 0.25 is no
-# evidence); the default gates, index lines from 0.30 and full text from 0.90, sit at cosine 0.30 and 0.45
-HASH_ANCHORS = ([0.0, 0.25, 0.30, 0.45, 1.0], [0.0, 0.0, 0.30, 0.90, 1.0])
-OTHER_MATCH_BONUS = 0.25  # other providers: a memory holding most of the prompt's keywords
-
 
 @dataclass
 class Scored:
@@ -61,58 +34,17 @@ class Scored:
     relevance: float
     cosine: float | None
     bm25: float | None
+    order: int = 0  # the hit's place in recall's (rank-fused) order
 
 
-def relevance(provider: str, cosine: float | None, match: float | None, calibrate: Any = None, *,
-              baseline: float | None = None) -> float:
-    """A 0..1 relevance of one hit from its absolute signals (see the measurements above)."""
-    m = max(0.0, min(1.0, match or 0.0))
-    if provider == "local":
-        if cosine is None:  # a keyword-only hit: its keywords are all the evidence
-            cosine, baseline = 0.80, 0.80
-        gap = cosine - baseline if baseline is not None else DEFAULT_GAP
-        xs, ys = LOCAL_S_ANCHORS
-        return float(np.interp(cosine + GAP_WEIGHT * gap + MATCH_WEIGHT * m, xs, ys, left=0.0, right=1.0))
-    rel = 0.0
-    if cosine is not None:
-        if provider == "hash":
-            xs, ys = HASH_ANCHORS
-            rel = float(np.interp(cosine, xs, ys, left=0.0, right=1.0))
-        elif calibrate is not None:
-            rel = float(calibrate(cosine))
-        else:
-            rel = max(0.0, float(cosine))
-    if m >= 0.5:
-        rel += OTHER_MATCH_BONUS
-    return min(1.0, rel)
-
-
-def baseline_cosine(service: "MemoryService", query: str, *, project: str | None,
-                    project_only: bool) -> float | None:
-    """The median cosine of the prompt's nearest memories (None for a store too small to tell)."""
-    where = build_where(namespace=service.namespace, project=project if project_only else None, now=now_ms())
-    qvec = service.embedder.embed_query(query)  # cached: recall embedded the same query
-    cos = service.store.cosines(qvec, where, BASELINE_K)
-    return float(np.median(cos)) if len(cos) >= MIN_BASELINE else None
-
-
-def _provider(service: "MemoryService") -> str:
-    return str((service.store.stored_identity or service.embedder.identity()).get("provider"))
-
-
-def score_hits(service: "MemoryService", prompt: str, hits: list[RecallHit], *, project: str | None = None,
-               project_only: bool = False, baseline: Any = "auto") -> list[Scored]:
-    """Each hit (recalled with ``explain``) with its relevance to the prompt."""
-    provider = _provider(service)
-    if baseline == "auto":
-        baseline = baseline_cosine(service, prompt, project=project, project_only=project_only) \
-            if provider == "local" and hits else None
+def score_hits(hits: list[RecallHit]) -> list[Scored]:
+    """Each hit (recalled with ``explain``) with its own relevance to the prompt: recall's calibrated
+    relevance (``RecallHit.relevance``, the embedder's :class:`~memcli.embedders.base.Relevance`), uncapped."""
     out = []
-    for h in hits:
+    for i, h in enumerate(hits):
         ex = h.explain or {}
-        cos, bm25 = ex.get("cosine"), ex.get("bm25")
-        out.append(Scored(h, relevance(provider, cos, ex.get("keyword_match"), service.calibration,
-                                       baseline=baseline), cos, bm25))
+        rel = h.relevance if h.relevance is not None else ex.get("relevance", h.score)
+        out.append(Scored(h, float(rel), ex.get("cosine"), ex.get("bm25"), i))
     return out
 
 
@@ -128,9 +60,8 @@ def candidates(service: "MemoryService", prompt: str, *, project: str | None, to
     query = hook_query(text)
     hits = service.recall(query, top_k=max(3 * top_k, 12, top_k + index_top_k), project=project,
                           project_only=project_only, explain=True, words=False, other_script_lift=lift)
-    scored = [s for s in score_hits(service, query, hits, project=project, project_only=project_only)
-              if s.hit.memory.id not in exclude]
-    scored.sort(key=lambda s: (-s.relevance, -s.hit.score))
+    scored = [s for s in score_hits(hits) if s.hit.memory.id not in exclude]
+    scored.sort(key=lambda s: (-s.relevance, s.order))
     return scored
 
 
@@ -155,7 +86,7 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
         # which finds the answer more often than the relevance gate ranks it) go in as index lines; a memory
         # with no evidence at all (relevance 0) is left out: on agentfacts that drops a sixth to a third of the
         # index lines of answerable prompts for 0.5–1 point of reach (bench/agentfacts.py --gate --dump)
-        rest = [s.hit.memory for s in sorted(scored, key=lambda s: -s.hit.score)
+        rest = [s.hit.memory for s in sorted(scored, key=lambda s: s.order)
                 if s.hit.memory.id not in ids and s.relevance > 0]
         # a prompt plainly about what the store holds may take more lines: index lines of captured turns are
         # ~40 tokens, so index_budget alone holds two of them (bench/sessions.py: the answer was third to fifth)

@@ -15,6 +15,7 @@ and can be turned off.
 from __future__ import annotations
 
 import math
+import statistics
 import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,8 @@ def _time_bound(value: Any, name: str) -> int:
 
 
 Key = Hashable  # a candidate's handle: its row id in one snapshot of the store
+BASELINE_K = 50  # the query's nearest memories whose median cosine is its baseline
+MIN_BASELINE = 4  # below this many, a store has no neighbourhood to stand out from
 
 
 @dataclass
@@ -193,12 +196,32 @@ def shortlist(rel: dict[Key, Relevance], top_k: int, span: float) -> list[Key]:
     return [k for k in order if rel[k].base >= cut]
 
 
+def query_baseline(vector_hits: list[tuple[Key, float]]) -> float | None:
+    """The median cosine of the query's nearest memories (its first ``BASELINE_K`` vector candidates): what a
+    memory must stand out from to be relevant. None for a store of fewer than ``MIN_BASELINE`` memories."""
+    cos = sorted((c for _, c in vector_hits), reverse=True)[:BASELINE_K]
+    return float(statistics.median(cos)) if len(cos) >= MIN_BASELINE else None
+
+
+def best_first(hits: list[RecallHit]) -> list[RecallHit]:
+    """Each hit's ``score`` capped at the score of the hit ranked above it, so that the list reads best-first
+    and ``min_score`` keeps a prefix of it; ``relevance`` keeps the hit's own value."""
+    cap = 1.0
+    for h in hits:
+        h.score = cap = min(cap, h.relevance if h.relevance is not None else h.score)
+    return hits
+
+
 def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: Any, opts: SearchOptions,
-         now: int, project: str | None, top_k: int, explain: bool, query: str | None = None) -> list[RecallHit]:
-    """Relevance plus boosts for the candidates in ``memories``; ``score`` in 0..1, best first. With
-    ``explain`` and the ``query``, each keyword hit's explanation also names the query words it holds."""
+         now: int, project: str | None, top_k: int, explain: bool, query: str | None = None,
+         relevance_of: Any = None, baseline: float | None = None) -> list[RecallHit]:
+    """Relevance plus boosts for the candidates in ``memories``, best first: ordered by the fused value, each
+    scored by its calibrated relevance to the query (``relevance_of``: the embedder's
+    :class:`~memcli.embedders.base.Relevance` of the hit's cosine, keyword match and the query's ``baseline``)
+    capped by :func:`best_first`; without ``relevance_of``, the fused value. With ``explain`` and the
+    ``query``, each keyword hit's explanation also names the query words it holds."""
     top = 1.0 + opts.recency_weight + opts.importance_weight + opts.project_weight  # the best possible total
-    out: list[RecallHit] = []
+    out: list[tuple[float, RecallHit]] = []
     for key, mem in memories.items():
         r = rel[key]
         age_days = max(0.0, (now - mem.created_at) / 86_400_000)
@@ -207,27 +230,29 @@ def rank(rel: dict[Key, Relevance], memories: dict[Key, Memory], *, calibrate: A
         b_rec = opts.recency_weight * recency
         b_imp = opts.importance_weight * (mem.importance - 0.5) * 2
         b_proj = opts.project_weight if project and mem.project == project else 0.0
-        score = max(0.0, min(1.0, (r.base + b_rec + b_imp + b_proj) / top))
+        fused = max(0.0, min(1.0, (r.base + b_rec + b_imp + b_proj) / top))
         cos = r.raw.get("vector")
+        own = float(relevance_of(cos, r.match, baseline)) if relevance_of is not None else fused
         info = None
         if explain:
             info = {
+                "relevance": _r(own), "fused": _r(fused), "baseline_cosine": _r(baseline),
                 "cosine": _r(cos), "similarity": _r(calibrate(cos)) if cos is not None else None,
                 "context_cosine": _r(r.raw.get("context")), "bm25": _r(r.raw.get("text")),
                 "keyword_coverage": _r(r.coverage), "keyword_match": _r(r.match),
                 **{f"{k}_part": _r(v / top) for k, v in r.parts.items()},
                 "recency": _r(b_rec / top), "importance": _r(b_imp / top), "project": _r(b_proj / top),
             }
-        out.append(RecallHit(memory=mem, score=score, explain=info, keyword="text" in r.raw,
-                             similarity=calibrate(cos) if cos is not None else 0.0))
-    out.sort(key=lambda h: (-h.score, -h.memory.created_at))
-    out = out[:top_k]
+        out.append((fused, RecallHit(memory=mem, score=own, relevance=own, explain=info, keyword="text" in r.raw,
+                                     similarity=calibrate(cos) if cos is not None else 0.0)))
+    out.sort(key=lambda fh: (-fh[0], -fh[1].memory.created_at))
+    hits = best_first([h for _, h in out[:top_k]])
     if explain and query:
         # only for the hits returned, and only the keyword hits: the words are why BM25 found them
-        found = [h for h in out if h.keyword and h.explain is not None]
+        found = [h for h in hits if h.keyword and h.explain is not None]
         for h, words in zip(found, matched_words(query, [h.memory.content for h in found])):
             h.explain["matched_words"] = words  # type: ignore[index]
-    return out
+    return hits
 
 
 # ------------------------------------------------------------------------------ which words matched

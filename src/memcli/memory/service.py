@@ -26,6 +26,7 @@ from memcli.memory.search import (
     SearchOptions,
     boost_span,
     build_where,
+    query_baseline,
     rank,
     relevance,
     shortlist,
@@ -379,7 +380,8 @@ class MemoryService:
             for k in gone:  # expired or written elsewhere since the checks: the next candidate takes its place
                 rel.pop(k)
         hits = rank(rel, {k: rows[k] for k in keys}, calibrate=self.calibration, opts=self.search, now=now,
-                    project=proj, top_k=top_k, explain=explain, query=query if words else None)
+                    project=proj, top_k=top_k, explain=explain, query=query if words else None,
+                    relevance_of=self.embedder.relevance(), baseline=query_baseline(cands.vector))
         return [h for h in hits if h.score >= min_score]
 
     def _script_lift(self, query: str, cands: Candidates, amount: float) -> dict[int, float]:

@@ -617,6 +617,8 @@ def _hit(d: Any) -> RecallHit:
     """A RecallHit from its JSON item (the rounded score; the raw signals are in ``explain`` when asked)."""
     try:
         relation = {k: d[k] for k in ("relation", "reason", "differences") if k in d} or None
-        return RecallHit(memory=_memory(d), score=float(d["score"]), explain=d.get("explain"), relation=relation)
+        rel = (d.get("explain") or {}).get("relevance")  # the hit's own relevance, when explained
+        return RecallHit(memory=_memory(d), score=float(d["score"]), explain=d.get("explain"), relation=relation,
+                         relevance=float(rel) if rel is not None else None)
     except (KeyError, TypeError, ValueError, AttributeError):
         raise Unavailable("the server's answer is not a recall hit") from None
