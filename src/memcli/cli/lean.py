@@ -233,7 +233,8 @@ def memory_item(d: dict[str, Any]) -> dict[str, Any]:
             "source": d.get("source") or "cli", "expires_at": d.get("expires_at"),
             "version": d.get("version") or 1, "metadata": d.get("metadata") or {}, "thread": d.get("thread"),
             "status": d.get("status") or "active", "merged_from": list(d.get("merged_from") or []),
-            "superseded_by": d.get("superseded_by")}
+            "superseded_by": d.get("superseded_by"), "outdated_by": d.get("outdated_by"),
+            "updates": list(d.get("updates") or [])}
 
 
 def hit_item(d: dict[str, Any]) -> dict[str, Any]:

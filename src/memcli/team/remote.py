@@ -608,7 +608,8 @@ def _memory(d: Any) -> Memory:
                       key=d.get("key"), metadata=d.get("metadata") or {}, source=d.get("source") or "cli",
                       created_at=d["created_at"], updated_at=d["updated_at"], expires_at=d.get("expires_at"),
                       version=d.get("version") or 1, thread=d.get("thread"), status=d.get("status") or "active",
-                      merged_from=list(d.get("merged_from") or []), superseded_by=d.get("superseded_by"))
+                      merged_from=list(d.get("merged_from") or []), superseded_by=d.get("superseded_by"),
+                      outdated_by=d.get("outdated_by"), updates=list(d.get("updates") or []))
     except (KeyError, TypeError, AttributeError):
         raise Unavailable("the server's answer is not a memory") from None
 

@@ -1,0 +1,220 @@
+"""What is current: a memory that a later one changed (another value for the same fact, by
+:mod:`memcli.facts.update`) carries ``outdated_by``, the later one ``updates``.
+
+- on write (:func:`changed_by`, :func:`mark`): the new memory's similar stored memories are tested; each that
+  it changes is marked, with an audit event ``outdated`` that names the reason;
+- on forget and on a corrected content (:func:`unlink`, :func:`recheck`): the marks the memory made are
+  cleared (or passed on to the memory that replaced it in turn);
+- on recall (:func:`current_first`): an outdated memory ranks just below the memory that replaced it, which is
+  brought in when the search missed it; ``as_of`` judges the marks as of then (a replacement written later
+  does not count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from memcli.memory.audit import AuditEvent
+from memcli.memory.store import quote
+from memcli.models import Memory, RecallHit
+
+if TYPE_CHECKING:
+    from memcli.facts.update import Change
+
+Service = Any  # a MemoryService (its module imports this one): .store, and nothing else is used
+
+CANDIDATES = 8  # similar memories a new one is tested against
+MIN_SIMILARITY = 0.25  # calibrated: the same topic (e5: cosine ~0.86); the rules decide, similarity proposes
+MAX_CHARS = 600  # a longer text (a captured turn) states several facts: never linked
+CHAIN = 8  # replacements followed at most (A → B → C …)
+RETRIES = 3
+
+
+def changed_by(service: Service, mem: Memory, hits: Sequence[RecallHit]) -> list[tuple[Memory, "Change"]]:
+    """The stored memories among ``hits`` that ``mem`` (being written) changes: older, current, of its
+    namespace and project (or of none), not the same fact, and another value by the rules — or the memory
+    that changed the very fact ``mem`` states again (A, B, A: the change back)."""
+    from memcli.facts.samefact import merge_verdict
+    from memcli.facts.update import Change, changes
+
+    if len(mem.content) > MAX_CHARS:
+        return []
+    by_id = {h.memory.id: h.memory for h in hits}
+    out = []
+    for h in hits:
+        old = h.memory
+        if (old.id == mem.id or not old.active or old.outdated_by or old.namespace != mem.namespace
+                or old.created_at > mem.created_at or len(old.content) > MAX_CHARS
+                or (old.project and mem.project and old.project != mem.project)
+                or (h.relation or {}).get("relation") == "same"):
+            continue
+        verdict = changes(old.content, mem.content)
+        if not verdict.update and old.updates:
+            earlier = [by_id.get(u) for u in old.updates]
+            if any(e is None for e in earlier):
+                earlier = service.store.get_many(old.updates[:CHAIN])
+            if any(e is not None and (e.content_hash == mem.content_hash or merge_verdict(e.content, mem.content).same)
+                   for e in earlier):
+                verdict = Change(True, "changed back to what it replaced", old.content[:80], mem.content[:80])
+        if verdict.update:
+            out.append((old, verdict))
+    return out
+
+
+def _note(new_id: str, why: "Change") -> str:
+    shown = f" ({why.before or '—'} → {why.after or '—'})" if why.before or why.after else ""
+    return f"outdated by {new_id}: {why.reason}{shown}"
+
+
+def _set(service: Service, mid: str, change: Any) -> Memory | None:
+    """Apply ``change(memory) -> values`` to one memory, version + 1, retried when another writer changed it
+    in between; None when it is gone (or the change has nothing to do)."""
+    for _ in range(RETRIES):
+        mem = service.store.get(mid)
+        if mem is None:
+            return None
+        values = change(mem)
+        if values is None:
+            return None
+        values = dict(values, version=mem.version + 1)
+        if service.store.update(mid, values, expected_version=mem.version):
+            return mem
+    return None
+
+
+def mark(service: Service, links: Sequence[tuple[Memory, Memory, "Change"]], actor: str) -> None:
+    """Mark each older memory outdated by the newer one of its link (newer, older, why)."""
+    events = []
+    for new, old, why in links:
+        done = _set(service, old.id, lambda m, n=new: None if m.outdated_by == n.id else {"outdated_by": n.id})
+        if done is not None:
+            events.append(AuditEvent(memory_id=old.id, action="outdated", actor=actor, namespace=old.namespace,
+                                     version=done.version + 1, changes={"outdated_by": [done.outdated_by, new.id]},
+                                     note=_note(new.id, why)))
+    if events:
+        service.store.audit.record(events)
+
+
+def unlink(service: Service, gone: Sequence[Memory], actor: str) -> None:
+    """Memories were forgotten: the ones they made outdated are current again (or outdated by what replaced
+    the forgotten one in turn), and what replaced them no longer lists them."""
+    ids = {m.id for m in gone}
+    events = []
+    for m in gone:
+        heir = m.outdated_by if m.outdated_by and m.outdated_by not in ids else None
+        for old_id in m.updates:
+            if old_id in ids:
+                continue
+            done = _set(service, old_id, lambda x, m=m: {"outdated_by": heir} if x.outdated_by == m.id else None)
+            if done is None:
+                continue
+            note = (f"outdated by {heir}: {m.id}, which had changed it, was forgotten" if heir else
+                    f"current again: {m.id}, the memory that had changed it, was forgotten")
+            events.append(AuditEvent(memory_id=old_id, action="outdated", actor=actor, namespace=done.namespace,
+                                     version=done.version + 1, changes={"outdated_by": [m.id, heir]}, note=note))
+            if heir:
+                _set(service, heir, lambda h, o=old_id: None if o in h.updates else {"updates": [*h.updates, o]})
+        if heir:
+            _set(service, heir, lambda h, m=m: {"updates": [u for u in h.updates if u != m.id]}
+                 if m.id in h.updates else None)
+    if events:
+        service.store.audit.record(events)
+
+
+def recheck(service: Service, mem: Memory, actor: str) -> None:
+    """``mem``'s content was corrected: each memory it had made outdated that it no longer changes is current
+    again."""
+    from memcli.facts.update import changes
+
+    if not mem.updates:
+        return
+    keep, events = [], []
+    for old in service.store.get_many(mem.updates):
+        if old.outdated_by != mem.id:
+            continue
+        if changes(old.content, mem.content).update:
+            keep.append(old.id)
+            continue
+        done = _set(service, old.id, lambda x: {"outdated_by": None} if x.outdated_by == mem.id else None)
+        if done is not None:
+            events.append(AuditEvent(memory_id=old.id, action="outdated", actor=actor, namespace=old.namespace,
+                                     version=done.version + 1, changes={"outdated_by": [mem.id, None]},
+                                     note=f"current again: {mem.id} was corrected and no longer changes it"))
+    if keep != mem.updates:
+        _set(service, mem.id, lambda m: {"updates": [u for u in m.updates if u in keep]})
+    if events:
+        service.store.audit.record(events)
+
+
+# ------------------------------------------------------------------------------------------ recall
+def as_of_view(mem: Memory, replacements: dict[str, Memory], as_of: int | None) -> Memory:
+    """``mem`` as it stood at ``as_of``: a mark by a memory written later is not yet there."""
+    if as_of is None:
+        return mem
+    rep = replacements.get(mem.outdated_by or "")
+    outdated = mem.outdated_by if rep is not None and rep.created_at <= as_of else None
+    updates = [u for u in mem.updates if u in replacements and replacements[u].created_at <= as_of]
+    if outdated == mem.outdated_by and updates == mem.updates:
+        return mem
+    return replace(mem, outdated_by=outdated, updates=updates)
+
+
+def current_first(service: Service, hits: list[RecallHit], *, where: str | None, top_k: int,
+                  as_of: int | None = None) -> list[RecallHit]:
+    """Recall's hits with every outdated memory just below the memory that replaced it (brought in, with the
+    outdated one's score, when the search did not find it but it passes the same filters); scores stay
+    monotone (an outdated memory's score is at most its replacement's)."""
+    if not any(h.memory.outdated_by for h in hits):
+        return hits
+    by_id = {h.memory.id: h for h in hits}
+    known: dict[str, Memory] = {h.memory.id: h.memory for h in hits}
+    # the replacements, and theirs (A → B → C), that the hits do not hold: one query per step of the chain
+    want = {h.memory.outdated_by for h in hits if h.memory.outdated_by} - set(known)
+    for _ in range(CHAIN):
+        if not want:
+            break
+        found = service.store.find("id IN (" + ", ".join(quote(i) for i in sorted(want)) + ")"
+                                   + (f" AND {where}" if where else ""), len(want) + 1)
+        known.update({m.id: m for m in found})
+        want = {m.outdated_by for m in found if m.outdated_by} - set(known)
+    if as_of is not None:
+        for h in hits:
+            h.memory = as_of_view(h.memory, known, as_of)
+
+    def current(mem: Memory) -> Memory:
+        seen = {mem.id}
+        while mem.outdated_by and mem.outdated_by in known and mem.outdated_by not in seen:
+            nxt = known[mem.outdated_by]
+            if as_of is not None and nxt.created_at > as_of:
+                break
+            seen.add(nxt.id)
+            mem = nxt
+        return mem
+
+    out: list[RecallHit] = []
+    placed: set[str] = set()
+    waiting: dict[str, list[RecallHit]] = {}  # outdated hits, by the id of the current memory they wait for
+    for h in hits:
+        top = current(h.memory)
+        if top.id == h.memory.id:
+            out.append(h)
+            placed.add(top.id)
+            out.extend(waiting.pop(top.id, []))  # right below it
+            continue
+        if top.id in placed:
+            out.append(h)
+        elif top.id in by_id:  # found lower by the search: this one moves down to just below it
+            waiting.setdefault(top.id, []).append(h)
+        else:  # not found by the search (or as a hit of its own): shown just above the memory it replaced
+            rep = RecallHit(memory=as_of_view(top, known, as_of), score=h.score, similarity=h.similarity)
+            by_id[top.id] = rep
+            out.extend([rep, h])
+            placed.add(top.id)
+    for rest in waiting.values():  # pragma: no cover - every waited-for memory is a hit
+        out.extend(rest)
+    for a, b in zip(out, out[1:]):  # an outdated memory that moved down takes the score of the one above it
+        if b.score > a.score:
+            b.score = a.score
+    return out[:top_k]
