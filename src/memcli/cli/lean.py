@@ -268,7 +268,7 @@ def urlencode(params: list[tuple[str, str]]) -> str:
 def call(r: Route, command: str, o: dict[str, Any], args: list[str]) -> Any:
     """The JSON the typer app prints for this command, or None to hand it on."""
     if command == "recall":
-        if o.get("since") or o.get("until"):
+        if o.get("since") or o.get("until") or o.get("as_of"):
             return None  # parsed on the client (memcli.models.parse_time_ms)
         project = o.get("project")
         q: list[tuple[str, Any]] = [

@@ -119,15 +119,20 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli",
         tags: Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")] = None,
         namespace: Namespace = None,
         include_archived: IncludeArchived = False,
+        as_of: Annotated[str | None, Field(description="What was true then: an ISO date (2026-01-31) or a "
+                                                       "duration ago (30d). Memories written by then, outdated "
+                                                       "only by ones written by then.")] = None,
     ) -> CallToolResult:
         """Find the memories most relevant to a query (hybrid: meaning + keywords), best first.
 
         Call it before answering anything that may have been decided, solved or explained before, in this or
         another agent's session. Returns a list of {"memory_id", "content", "score" (0..1), "tags", "scope",
-        "namespace", "importance", "key", "created_at", "updated_at", ...}.
+        "namespace", "importance", "key", "created_at", "updated_at", "outdated_by", "updates", ...}. A memory
+        with "outdated_by" was changed later (another value for the same fact): the memory it names, listed just
+        above it, is current.
         """
         hits = run("recall", query, top_k=top_k, scope=agent_filter, tags=tags, namespace=namespace,
-                   include_archived=include_archived)
+                   include_archived=include_archived, **({"as_of": as_of} if as_of else {}))
         return json_result([h.item() for h in hits])
 
     @mcp.tool(name="list_facts", title="List memories", annotations=read_only)

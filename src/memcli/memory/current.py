@@ -183,37 +183,36 @@ def current_first(service: Service, hits: list[RecallHit], *, where: str | None,
         for h in hits:
             h.memory = as_of_view(h.memory, known, as_of)
 
-    def current(mem: Memory) -> Memory:
-        seen = {mem.id}
-        while mem.outdated_by and mem.outdated_by in known and mem.outdated_by not in seen:
-            nxt = known[mem.outdated_by]
-            if as_of is not None and nxt.created_at > as_of:
-                break
-            seen.add(nxt.id)
-            mem = nxt
-        return mem
+    def replacement(mem: Memory) -> Memory | None:
+        rep = known.get(mem.outdated_by or "")
+        return None if rep is None or (as_of is not None and rep.created_at > as_of) else rep
 
     out: list[RecallHit] = []
     placed: set[str] = set()
-    waiting: dict[str, list[RecallHit]] = {}  # outdated hits, by the id of the current memory they wait for
+    waiting: dict[str, list[RecallHit]] = {}  # outdated hits, by the id of the memory that replaced them
+
+    def put(h: RecallHit) -> None:
+        out.append(h)
+        placed.add(h.memory.id)
+        for w in waiting.pop(h.memory.id, []):  # right below the memory that replaced them
+            put(w)
+
+    def place(h: RecallHit, depth: int = 0) -> None:
+        rep = replacement(h.memory)
+        if rep is None or rep.id in placed or depth > CHAIN:
+            put(h)
+        elif rep.id in by_id:  # a hit further down: this one moves to just below it
+            waiting.setdefault(rep.id, []).append(h)
+        else:  # not found by the search: shown just above the memory it replaced, with its score
+            by_id[rep.id] = RecallHit(memory=as_of_view(rep, known, as_of), score=h.score, similarity=h.similarity)
+            waiting.setdefault(rep.id, []).append(h)
+            place(by_id[rep.id], depth + 1)
+
     for h in hits:
-        top = current(h.memory)
-        if top.id == h.memory.id:
-            out.append(h)
-            placed.add(top.id)
-            out.extend(waiting.pop(top.id, []))  # right below it
-            continue
-        if top.id in placed:
-            out.append(h)
-        elif top.id in by_id:  # found lower by the search: this one moves down to just below it
-            waiting.setdefault(top.id, []).append(h)
-        else:  # not found by the search (or as a hit of its own): shown just above the memory it replaced
-            rep = RecallHit(memory=as_of_view(top, known, as_of), score=h.score, similarity=h.similarity)
-            by_id[top.id] = rep
-            out.extend([rep, h])
-            placed.add(top.id)
-    for rest in waiting.values():  # pragma: no cover - every waited-for memory is a hit
-        out.extend(rest)
+        if h.memory.id not in placed:
+            place(h)
+    for rest in waiting.values():  # pragma: no cover - a cycle of marks (a damaged import): as found
+        out.extend(r for r in rest if r.memory.id not in placed)
     for a, b in zip(out, out[1:]):  # an outdated memory that moved down takes the score of the one above it
         if b.score > a.score:
             b.score = a.score

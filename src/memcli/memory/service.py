@@ -45,6 +45,7 @@ from memcli.models import (
     normalise_scope,
     now_ms,
     parse_duration_ms,
+    parse_time_ms,
     validate_content,
     validate_importance,
     validate_key,
@@ -329,7 +330,7 @@ class MemoryService:
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
                min_score: float = 0.0, include_archived: bool = False, words: bool = True,
-               other_script_lift: float = 0.0, as_of: int | None = None) -> list[RecallHit]:
+               other_script_lift: float = 0.0, as_of: int | str | None = None) -> list[RecallHit]:
         """Hybrid recall: the memories most relevant to ``query``, filtered before top-k (superseded and
         archived memories only with ``include_archived``). With ``explain``, ``words`` also names the query
         words each keyword hit holds (for people; the hooks read only the signals and skip it).
@@ -337,7 +338,7 @@ class MemoryService:
         (Chinese and Latin) before they are ranked: the bundled e5 scores two texts of one language higher, so
         a Chinese question's English answer ranks under Chinese memories that do not answer it (the prompt
         hook's breadth gains from it: :mod:`memcli.hooks.inject`). What is current comes first: a memory a later one
-        changed ranks just below it (memcli.memory.current); ``as_of`` (epoch ms) recalls what was true then —
+        changed ranks just below it (memcli.memory.current); ``as_of`` (epoch ms, or a date or duration ago) recalls what was true then —
         memories written by that time, outdated only by ones written by then."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("the query is empty: say what to recall")
@@ -349,7 +350,7 @@ class MemoryService:
         scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
         now = now_ms()
         if as_of is not None:
-            as_of = validate_time_ms(as_of, "as_of")
+            as_of = parse_time_ms(as_of) if isinstance(as_of, str) else validate_time_ms(as_of, "as_of")
             until = as_of if until is None else min(int(until), as_of)
         proj = project if project is not None else self.project
         # Filters that would exclude nothing (yet) are left out of the searches, and the rows kept are checked

@@ -163,7 +163,8 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
                           include_expired=bool_param(q, "include_expired"), explain=bool_param(q, "explain"),
                           mode=mode if mode == "vector" else q.get("mode") or mode,
                           min_score=float_param(q, "min_score", 0.0),
-                          include_archived=bool_param(q, "include_archived"))
+                          include_archived=bool_param(q, "include_archived"),
+                          **({"as_of": time_param(q, "as_of")} if "as_of" in q or "as_of_ms" in q else {}))
         return JSONResponse([h.item() for h in hits])
 
     async def check_duplicate(request: Request) -> Response:
