@@ -29,6 +29,7 @@ from functools import lru_cache
 from memcli.facts.samefact import read
 from memcli.facts.words import (
     CJK_NEGATORS,
+    CJK_NUM_COMPOUNDS,
     CJK_POLES,
     CJK_STOP_CHARS,
     EN_GENERIC,
@@ -45,6 +46,7 @@ from memcli.textnorm import to_simplified
 # kinds of words that name the subject, not its value: another environment or platform is another fact
 SUBJECT_KINDS = ("environment", "platform", "role_side", "replica", "bounds")
 MAX_TOKENS = 40  # a longer text states several facts: never linked
+MAX_ONLY = 6  # words (Chinese: characters) one text has and the other not: more is more than one value
 
 # words that say a value changed, not what it is (left out of both texts before comparing)
 _CHANGE_EN = re.compile(
@@ -68,6 +70,9 @@ _CJK_NUMERALS = set("零〇一二两三四五六七八九十百千万半")
 _TOKEN = re.compile(r"[a-z][a-z0-9+.\-]*://\S+|[\u3400-\u9fff\uf900-\ufaff]|"
                     r"[#@~$]?[A-Za-z0-9]+(?:[_./:\\\-@#+][A-Za-z0-9]+)*(?:'s)?", re.IGNORECASE)
 _CLAUSE = re.compile(r"[;；,，。—]|\s-\s")
+# (not 一点, 十分, 一个: 凌晨一点 is one o'clock, 十分钟 ten minutes, 一个 one)
+_NUM_COMPOUNDS = [c for c in CJK_NUM_COMPOUNDS if c not in ("一点", "十分", "一个")]
+_NO_NUMERALS = str.maketrans({c: "〡" for c in "零〇一二两三四五六七八九十百千万"})
 _EXTRA_STOP_CJK = set("只仅就都才便已定做")  # adverbs and light verbs that state no value
 
 
@@ -120,6 +125,8 @@ def _prepare(text: str) -> tuple[str, bool]:
     norm = _CHANGE_EN.sub(" ", norm)
     if _CJK.search(norm):
         norm = norm.replace("不再", "不").replace("不用再", "不用")
+        for compound in _NUM_COMPOUNDS:  # 一律, 一起, 统一: no number
+            norm = norm.replace(compound, " " + compound.translate(_NO_NUMERALS) + " ")
         for word in _CHANGE_ZH:
             if word in norm:
                 marked = marked or len(word) > 1 or word in "改换迁搬"
@@ -342,7 +349,7 @@ def _changes(older: str, newer: str) -> Change:
         ot = [t for t in ot if t.cjk or t.value]
     co, cn = Counter(t.text for t in ot), Counter(t.text for t in nt)
     shared = sum((co & cn).values())
-    if shared + min(generic, 1) < 2 or shared * 2 < min(len(ot), len(nt)):
+    if shared + min(generic, 1) < 2 or shared * 2 < min(len(ot), len(nt)) or shared * 10 < 3 * max(len(ot), len(nt)):
         return Change(False, "hardly the same words: another subject")
     mine_o, mine_n = _only(ot, nt)
     old_runs, new_runs = _places(ot, mine_o), _places(nt, mine_n)
@@ -350,6 +357,8 @@ def _changes(older: str, newer: str) -> Change:
     parity = fo.negations % 2 != fn.negations % 2
     if len(new_runs) > 1:
         return Change(False, f"the later text differs in {len(new_runs)} places: another subject", before, after)
+    if sum(len(r) for r in old_runs) > MAX_ONLY or sum(len(r) for r in new_runs) > MAX_ONLY:
+        return Change(False, "more than a value differs", before, after)
     old_plain = [t for r in old_runs for t in r if not t.value]
     if sum(1 for t in old_plain if not t.cjk) > 3 or sum(1 for t in old_plain if t.cjk) > 5 or len(old_runs) > 2:
         return Change(False, "the earlier text says more than a value", before, after)
