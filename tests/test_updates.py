@@ -163,3 +163,32 @@ def test_a_store_made_before_the_links_gains_them_and_keeps_its_memories(service
     assert again.get(mid).outdated_by is None
     new = again.remember("We moved the docs site to Docusaurus.").memory_id
     assert again.get(mid).outdated_by == new
+
+
+def test_import_links_records_without_links_in_time_order(service: MemoryService) -> None:
+    now = int(time.time() * 1000)
+    old_id, new_id = "0190a1b2-c3d4-7e5f-8a9b-000000000001", "0190a1b2-c3d4-7e5f-8a9b-000000000002"
+    # an older memcli's export (no link fields), the later memory first in the file
+    records = [{"id": new_id, "content": "We moved the docs site to Docusaurus.", "created_at": now - DAY},
+               {"id": old_id, "content": "The docs site is built with MkDocs.", "created_at": now - 30 * DAY},
+               {"id": "0190a1b2-c3d4-7e5f-8a9b-000000000003", "content": "The staging database is PostgreSQL 13.",
+                "created_at": now - 20 * DAY},
+               {"id": "0190a1b2-c3d4-7e5f-8a9b-000000000004", "content": "The production database is PostgreSQL 15.",
+                "created_at": now - 2 * DAY}]
+    assert service.import_records(records)["added"] == 4
+    assert service.get(old_id).outdated_by == new_id and service.get(new_id).updates == [old_id]
+    assert service.get("0190a1b2-c3d4-7e5f-8a9b-000000000003").outdated_by is None
+    assert service.history(old_id)[-1].action == "outdated"
+
+
+def test_export_and_import_keep_the_links_as_they_are(service: MemoryService) -> None:
+    old = _put(service, "The docs site is built with MkDocs.", 10)
+    new = _put(service, "We moved the docs site to Docusaurus.")
+    records = [m.record() for m in service.export()]
+    assert {r["id"]: r["outdated_by"] for r in records}[old] == new
+    other = MemoryService(service.store, service.embedder, namespace="copy")
+    copied = [dict(r, namespace="copy") for r in records]
+    other.import_records(copied)
+    got = {m.content: m for m in other.list(namespace="copy")}
+    assert got["The docs site is built with MkDocs."].outdated_by is not None
+    assert got["We moved the docs site to Docusaurus."].updates

@@ -148,6 +148,28 @@ def recheck(service: Service, mem: Memory, actor: str) -> None:
         service.store.audit.record(events)
 
 
+def link_imported(service: Service, imported: Sequence[tuple[Memory, Any]], actor: str) -> int:
+    """Link imported memories (with their vectors) that came without links of their own, oldest first, as if
+    each had been remembered then; returns how many were marked outdated."""
+    from memcli.memory.search import build_where
+
+    done = 0
+    for mem, vec in sorted(imported, key=lambda p: (p[0].created_at, p[0].id)):
+        if len(mem.content) > MAX_CHARS:
+            continue
+        where = build_where(namespace=mem.namespace)
+        hits = [RecallHit(memory=m, score=0.0, similarity=service.calibration(cos))
+                for m, cos in service.store.vector_search(vec, where, CANDIDATES + 1)]
+        links = changed_by(service, mem, [h for h in hits if h.similarity >= MIN_SIMILARITY])
+        if not links:
+            continue
+        ids = [old.id for old, _ in links]
+        if _set(service, mem.id, lambda m: {"updates": [*m.updates, *[i for i in ids if i not in m.updates]]}):
+            mark(service, [(mem, old, why) for old, why in links], actor)
+            done += len(links)
+    return done
+
+
 # ------------------------------------------------------------------------------------------ recall
 def as_of_view(mem: Memory, replacements: dict[str, Memory], as_of: int | None) -> Memory:
     """``mem`` as it stood at ``as_of``: a mark by a memory written later is not yet there."""

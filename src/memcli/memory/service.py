@@ -592,7 +592,11 @@ class MemoryService:
             if not keep_secrets and redact_memory(mem) and (mem.content, mem.context) != text:
                 vec = None  # the vectors of the text as it was: embed what is stored
             mems.append((mem, vec))
-        todo = not_in_namespace(self.store, mems)
+        todo = sorted(not_in_namespace(self.store, mems), key=lambda p: (p[0].created_at, p[0].id))  # in time order
+        # records that carry no links of their own (an older export, another tool) are linked as if remembered then
+        unlinked = {m.id for (m, _), raw in zip(mems, recs) if isinstance(raw, dict)
+                    and "outdated_by" not in raw and "updates" not in raw}
+        linking: list[tuple[Memory, Any]] = []
         added = 0
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
@@ -602,12 +606,15 @@ class MemoryService:
             rows = [memory_to_row(m, *(v if v is not None else next(fresh))) for m, v in chunk]
             n = self.store.insert(rows)
             added += n
+            linking += [(m, row["vector"]) for (m, _), row in zip(chunk, rows) if m.id in unlinked]
             if n:
                 self._audit([AuditEvent(memory_id=m.id, action="import", actor=self._actor("import"),
                                         namespace=m.namespace, version=m.version, note=write_note(keep_secrets))
                              for m, _ in chunk])
             if progress:
                 progress(min(start + batch, len(todo)), len(todo))
+        if linking:
+            current.link_imported(self, linking, self._actor("import"))
         return {"read": len(recs), "added": added, "skipped": len(recs) - added}
 
     # ------------------------------------------------------------------ maintenance
