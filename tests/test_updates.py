@@ -152,6 +152,14 @@ def test_one_batch_links_each_memory_to_stored_ones(service: MemoryService) -> N
     assert service.get(res[1].memory_id).updates == []
 
 
+def test_one_batch_links_a_later_item_to_an_earlier_one_of_the_same_batch(service: MemoryService) -> None:
+    now = int(time.time() * 1000)
+    res = service.remember_many([NewMemory("Alice owns the billing service.", created_at=now - DAY),
+                                 NewMemory("Bob took over ownership of the billing service.", created_at=now)])
+    assert service.get(res[0].memory_id).outdated_by == res[1].memory_id
+    assert service.get(res[1].memory_id).updates == [res[0].memory_id]
+
+
 def test_a_store_made_before_the_links_gains_them_and_keeps_its_memories(service: MemoryService,
                                                                          isolated_home: object) -> None:
     from memcli.config import load_config

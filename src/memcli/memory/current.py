@@ -63,6 +63,19 @@ def changed_by(service: Service, mem: Memory, hits: Sequence[RecallHit]) -> list
     return out
 
 
+def in_batch(service: Service, mem: Memory, vec: Any, earlier: Sequence[tuple[Memory, Any]]) -> list[RecallHit]:
+    """The memories written in the same batch before ``mem`` (not stored yet) as similar candidates."""
+    import numpy as np
+
+    out = []
+    for m, v in earlier:
+        if m.namespace == mem.namespace:
+            sim = service.calibration(float(np.dot(np.asarray(vec), np.asarray(v))))
+            if sim >= MIN_SIMILARITY:
+                out.append(RecallHit(memory=m, score=sim, similarity=sim))
+    return out
+
+
 def _note(new_id: str, why: "Change") -> str:
     shown = f" ({why.before or '—'} → {why.after or '—'})" if why.before or why.after else ""
     return f"outdated by {new_id}: {why.reason}{shown}"

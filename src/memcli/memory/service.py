@@ -218,12 +218,14 @@ class MemoryService:
             vectors, ctx_vectors = embed_memories(self.embedder, [mems[i] for i in to_write], progress)
             rows: dict[int, dict[str, Any]] = {}
             links: dict[int, list[Any]] = {}
+            earlier: list[tuple[Memory, Any]] = []  # this batch's memories before this one (a server's group)
             for i, vec, cvec in zip(to_write, vectors, ctx_vectors):
                 # one search serves both: the close ones (duplicates, related) and the candidates of a change
                 near = self._similar(vec, mems[i].namespace, min(self.duplicate_threshold, current.MIN_SIMILARITY),
                                      k=max(5, current.CANDIDATES))
                 similar = self._relate(mems[i].content, [h for h in near if h.similarity >= self.duplicate_threshold][:5])
-                links[i] = current.changed_by(self, mems[i], near)
+                links[i] = current.changed_by(self, mems[i], near + current.in_batch(self, mems[i], vec, earlier))
+                earlier.append((mems[i], vec))
                 mems[i].updates = [old.id for old, _ in links[i]]
                 results[i] = RememberResult(
                     memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar if _same(h)],
@@ -244,6 +246,11 @@ class MemoryService:
                     if existing:
                         later.append((i, existing.id))
                         del rows[i]
+                gone = {mems[i].id for i in to_write if i not in rows}  # items of this batch not written after all
+                for i in [i for i in rows if any(old.id in gone for old, _ in links[i])]:
+                    links[i] = [(old, why) for old, why in links[i] if old.id not in gone]
+                    mems[i].updates = [old.id for old, _ in links[i]]
+                    rows[i]["updates"] = memory_to_row(mems[i], [])["updates"]
                 self.store.add(list(rows.values()), maintain=False)
             if rows:  # outside the lock: it may compact
                 self.store.after_write(list(rows.values()))
