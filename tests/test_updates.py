@@ -200,3 +200,17 @@ def test_export_and_import_keep_the_links_as_they_are(service: MemoryService) ->
     got = {m.content: m for m in other.list(namespace="copy")}
     assert got["The docs site is built with MkDocs."].outdated_by is not None
     assert got["We moved the docs site to Docusaurus."].updates
+
+
+def test_link_missed_links_what_the_writes_missed_and_nothing_twice(service: MemoryService) -> None:
+    from memcli.memory import current
+
+    old = _put(service, "The docs site is built with MkDocs.", 10)
+    new = _put(service, "We moved the docs site to Docusaurus.")
+    service.store.update(old, {"outdated_by": None})  # as an older memcli left it: no links
+    service.store.update(new, {"updates": []})
+    _put(service, "The staging database is PostgreSQL 13.", 5)
+    _put(service, "The production database is PostgreSQL 15.", 1)
+    assert current.link_missed(service) == 1
+    assert service.get(old).outdated_by == new and service.get(new).updates == [old]
+    assert current.link_missed(service) == 0  # already linked

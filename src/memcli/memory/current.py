@@ -183,6 +183,20 @@ def link_imported(service: Service, imported: Sequence[tuple[Memory, Any]], acto
     return done
 
 
+def link_missed(service: Service, *, namespace: str | None = None, batch: int = 256) -> int:
+    """Link what the writes missed (two memories of one batch written by an older memcli, a mark cleared by a
+    forget whose memory was said again): every current memory of ``namespace`` (default: every namespace),
+    oldest first, against the memories written before it. For ``distill``; returns how many were marked."""
+    from memcli.memory.search import build_where
+
+    where = build_where(namespace=namespace)
+    where = f"{where} AND outdated_by IS NULL" if where else "outdated_by IS NULL"
+    todo: list[tuple[Memory, Any]] = []
+    for rows in service.store.iter_batches(where, with_vector=True, batch_size=batch):
+        todo += [(m, m.vector) for m in rows if len(m.content) <= MAX_CHARS and m.vector is not None]
+    return link_imported(service, todo, "distill")  # what each already updates is outdated: skipped
+
+
 # ------------------------------------------------------------------------------------------ recall
 def as_of_view(mem: Memory, replacements: dict[str, Memory], as_of: int | None) -> Memory:
     """``mem`` as it stood at ``as_of``: a mark by a memory written later is not yet there."""
