@@ -199,15 +199,12 @@ def link_missed(service: Service, *, namespace: str | None = None, batch: int = 
 
 # ------------------------------------------------------------------------------------------ recall
 def as_of_view(mem: Memory, replacements: dict[str, Memory], as_of: int | None) -> Memory:
-    """``mem`` as it stood at ``as_of``: a mark by a memory written later is not yet there."""
-    if as_of is None:
+    """``mem`` as it stood at ``as_of``: a mark by a memory written later is not yet there (what it updates was
+    written before it, so before then too)."""
+    if as_of is None or not mem.outdated_by:
         return mem
-    rep = replacements.get(mem.outdated_by or "")
-    outdated = mem.outdated_by if rep is not None and rep.created_at <= as_of else None
-    updates = [u for u in mem.updates if u in replacements and replacements[u].created_at <= as_of]
-    if outdated == mem.outdated_by and updates == mem.updates:
-        return mem
-    return replace(mem, outdated_by=outdated, updates=updates)
+    rep = replacements.get(mem.outdated_by)
+    return mem if rep is not None and rep.created_at <= as_of else replace(mem, outdated_by=None)
 
 
 def current_first(service: Service, hits: list[RecallHit], *, where: str | None, top_k: int,
