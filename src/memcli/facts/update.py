@@ -277,7 +277,8 @@ def _only(a: list[_Tok], b: list[_Tok]) -> tuple[list[bool], list[bool]]:
 
 
 def _bare(t: _Tok) -> bool:
-    return t.kind == "num:" and (t.text.isdigit() or all(c in _CJK_NUMERALS for c in t.text))
+    """A bare whole number (no unit) or an identifier with digits (n7, ticket-42): what names one of many."""
+    return t.kind == "id" or t.kind == "num:" and (t.text.isdigit() or all(c in _CJK_NUMERALS for c in t.text))
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -389,8 +390,8 @@ def _changes(older: str, newer: str) -> Change:
     if values and old_values and not {t.kind for t in values} & {t.kind for t in old_values}:
         return Change(False, f"values of different kinds: another attribute ({before} / {after})", before, after)
     if not marked and not parity and values and all(_bare(t) for t in values + old_values):
-        # "ticket 42 is closed" / "ticket 48 is closed": a bare whole number with no unit, no word of change,
-        # is more often another thing's number than another value
+        # "ticket 42 is closed" / "ticket 48 is closed", "job n3" / "job n7": a bare whole number or an
+        # identifier, with no word of change, is more often another thing's name than another value
         return Change(False, f"another number, not a change ({before} / {after})", before, after)
     replaced = bool(run) and (bool(old_runs) or marked)
     if not (parity or replaced):
