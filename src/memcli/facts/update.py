@@ -114,6 +114,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=4096)
 def _prepare(text: str) -> tuple[str, bool]:
     """The text with the words of change left out (Simplified Chinese; NFKC), and whether it had any."""
     norm = to_simplified(unicodedata.normalize("NFKC", text))
@@ -136,6 +137,15 @@ def _prepare(text: str) -> tuple[str, bool]:
 
 def _tokens(text: str) -> list[_Tok]:
     """The words that carry the fact, in order: values and content words, no stop, generic or change words."""
+    return list(_cached_tokens(text))
+
+
+@lru_cache(maxsize=4096)
+def _cached_tokens(text: str) -> tuple[_Tok, ...]:
+    return tuple(_read_tokens(text))
+
+
+def _read_tokens(text: str) -> list[_Tok]:
     cjk_values = _cjk_value_positions(text)
     out: list[_Tok] = []
     raw = list(_TOKEN.finditer(text))
