@@ -300,6 +300,8 @@ class Memory:
     status: str = ACTIVE  # active | superseded (merged into ``superseded_by``) | archived (expired)
     merged_from: list[str] = field(default_factory=list)  # ids distill merged into this memory
     superseded_by: str | None = None
+    outdated_by: str | None = None  # the later memory that states another value for this fact
+    updates: list[str] = field(default_factory=list)  # the memories this one made outdated
 
     @property
     def active(self) -> bool:
@@ -330,6 +332,8 @@ class Memory:
             "status": self.status,
             "merged_from": list(self.merged_from),
             "superseded_by": self.superseded_by,
+            "outdated_by": self.outdated_by,
+            "updates": list(self.updates),
         }
 
     def record(self, *, with_vector: bool = False) -> dict[str, Any]:
@@ -341,6 +345,7 @@ class Memory:
             "updated_at": self.updated_at, "expires_at": self.expires_at, "version": self.version,
             "content_hash": self.content_hash, "thread": self.thread, "context": list(self.context),
             "status": self.status, "merged_from": list(self.merged_from), "superseded_by": self.superseded_by,
+            "outdated_by": self.outdated_by, "updates": list(self.updates),
         }
         if with_vector and self.vector is not None:
             rec["vector"] = [float(x) for x in self.vector]

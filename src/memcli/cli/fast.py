@@ -62,6 +62,7 @@ SPECS: dict[str, Spec] = {
     "recall": Spec(_opts(
         ("--top-k|-k", "top_k", VALUE, _int), ("--agent", "agent", VALUE, str), ("--scope", "scope", VALUE, str),
         ("--tag|-t", "tag", MULTI, str), ("--since", "since", VALUE, str), ("--until", "until", VALUE, str),
+        ("--as-of", "as_of", VALUE, str),
         ("--project", "project", VALUE, str), ("--include-expired", "include_expired", FLAG, None),
         ("--include-archived", "include_archived", FLAG, None), ("--mode", "mode", VALUE, str),
         ("--min-score", "min_score", VALUE, _float), ("--explain", "explain", FLAG, None), _NS, _JSON),
@@ -167,7 +168,8 @@ def _call(client: Any, command: str, o: dict[str, Any], args: list[str]) -> Any:
             since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
             project=o.get("project"), project_only=o.get("project") is not None,
             include_expired=o.get("include_expired", False), explain=o.get("explain", False), mode=o["mode"],
-            min_score=o["min_score"], include_archived=o.get("include_archived", False))
+            min_score=o["min_score"], include_archived=o.get("include_archived", False),
+            **({"as_of": parse_time_ms(o["as_of"])} if o.get("as_of") else {}))
         return [h.item() for h in hits]
     if command == "get":
         if o.get("all_namespaces") and o.get("namespace") is not None:

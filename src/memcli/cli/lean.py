@@ -236,7 +236,8 @@ def memory_item(d: dict[str, Any]) -> dict[str, Any]:
             "source": d.get("source") or "cli", "expires_at": d.get("expires_at"),
             "version": d.get("version") or 1, "metadata": d.get("metadata") or {}, "thread": d.get("thread"),
             "status": d.get("status") or "active", "merged_from": list(d.get("merged_from") or []),
-            "superseded_by": d.get("superseded_by")}
+            "superseded_by": d.get("superseded_by"), "outdated_by": d.get("outdated_by"),
+            "updates": list(d.get("updates") or [])}
 
 
 def hit_item(d: dict[str, Any]) -> dict[str, Any]:
@@ -270,7 +271,7 @@ def urlencode(params: list[tuple[str, str]]) -> str:
 def call(r: Route, command: str, o: dict[str, Any], args: list[str]) -> Any:
     """The JSON the typer app prints for this command, or None to hand it on."""
     if command == "recall":
-        if o.get("since") or o.get("until"):
+        if o.get("since") or o.get("until") or o.get("as_of"):
             return None  # parsed on the client (memcli.models.parse_time_ms)
         project = o.get("project")
         q: list[tuple[str, Any]] = [

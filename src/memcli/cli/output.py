@@ -113,6 +113,8 @@ def memories_table(items: Sequence[dict[str, Any]], *, title: str | None = None,
         if score:
             row.append(f"{it.get('score', 0):.2f}")
         content = it["content"] if len(it["content"]) <= 300 else it["content"][:297] + "…"
+        if it.get("outdated_by"):  # a later memory changed this fact: say which, before the text
+            content = f"(outdated by {short_id(it['outdated_by'])}) {content}"
         row += [plain(content), plain(", ".join(it.get("tags") or [])), plain(it.get("scope", ""))]
         if many_ns:
             row.append(plain(it.get("namespace", "")))

@@ -22,6 +22,8 @@ def register(app: typer.Typer) -> None:
         tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="Only memories with this tag (repeatable: all)."),
         since: Optional[str] = typer.Option(None, "--since", help="Only newer than: 2d, 12h, or an ISO date."),
         until: Optional[str] = typer.Option(None, "--until", help="Only older than: 2d, or an ISO date."),
+        as_of: Optional[str] = typer.Option(None, "--as-of", help="What was true then (an ISO date, or 30d ago): "
+                                            "memories written by then, outdated only by ones written by then."),
         project: Optional[str] = typer.Option(None, "--project", help="Only memories written in this project."),
         include_expired: bool = typer.Option(False, "--include-expired", help="Also expired memories."),
         include_archived: bool = typer.Option(False, "--include-archived", help="Also memories distill superseded or archived."),
@@ -41,7 +43,8 @@ def register(app: typer.Typer) -> None:
             query, top_k=top_k, agent=agent, scope=scope, tags=tag,
             since=parse_time_ms(since) if since else None, until=parse_time_ms(until) if until else None,
             project=project, project_only=project is not None, include_expired=include_expired, explain=explain,
-            mode=mode, min_score=min_score, include_archived=include_archived)
+            mode=mode, min_score=min_score, include_archived=include_archived,
+            **({"as_of": parse_time_ms(as_of)} if as_of else {}))
         items = [h.item() for h in hits]
         emit(items, st.json, lambda d: _human(d, explain))
 

@@ -38,6 +38,8 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
     then up to ``index_top_k`` of the next ones as index lines within ``index_budget`` tokens."""
     now = now or now_ms()
     where = build_where(namespace=service.namespace, project=project if project_only else None, now=now)
+    # what is current only: a memory a later one changed is never shown without it, so not at all here
+    where = f"{where} AND outdated_by IS NULL" if where else "outdated_by IS NULL"
     rows = service.store.column_values(where, ["id", "project", "importance", "created_at", "tags"])
     if not rows:
         return None, []

@@ -61,8 +61,40 @@ def candidates(service: "MemoryService", prompt: str, *, project: str | None, to
     hits = service.recall(query, top_k=max(3 * top_k, 12, top_k + index_top_k), project=project,
                           project_only=project_only, explain=True, words=False, other_script_lift=lift)
     scored = [s for s in score_hits(hits) if s.hit.memory.id not in exclude]
+    scored = current_together(scored)
     scored.sort(key=lambda s: (-s.relevance, s.order))
     return scored
+
+
+def current_together(scored: list[Scored]) -> list[Scored]:
+    """An outdated memory (a later one changed its fact) goes nowhere its replacement does not: it is dropped
+    when its replacement is not a candidate, and the replacement is at least as relevant as it."""
+    by_id = {s.hit.memory.id: s for s in scored}
+    out = []
+    for s in scored:
+        rep = by_id.get(s.hit.memory.outdated_by or "")
+        if s.hit.memory.outdated_by and rep is None:
+            continue
+        if rep is not None and rep.relevance < s.relevance:
+            rep.relevance = s.relevance
+        out.append(s)
+    return out
+
+
+def current_only(memories: list[Any], shown: set[str]) -> list[Any]:
+    """The memories without an outdated one whose replacement is not in ``shown``."""
+    return [m for m in memories if not m.outdated_by or m.outdated_by in shown]
+
+
+def _fitted(show: Any, memories: list[Any], also: set[str] | frozenset[str] = frozenset()) -> tuple[Any, list[str]]:
+    """``show(memories) -> (lines, ids)``, again without any outdated memory whose replacement the budget cut
+    (``also``: ids shown elsewhere in the block)."""
+    while True:
+        lines, ids = show(memories)
+        kept = current_only([m for m in memories if m.id in ids], set(ids) | set(also))
+        if len(kept) == len(ids):
+            return lines, ids
+        memories = kept
 
 
 def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: int, min_relevance: float,
@@ -74,11 +106,13 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
     tokens instead of ``index_budget``."""
     now = now or now_ms()
     full = [s.hit.memory for s in scored[:top_k] if s.relevance >= min_relevance]
+    full = current_only(full, {m.id for m in full})
+    room = max(0, budget - len(HEADER) - 120)
     sections: list[tuple[str | None, list[str]]] = []
     ids: list[str] = []
     listed: list[str] = []
     if full:
-        lines, ids, _ = fill(full, max(0, budget - len(HEADER) - 120), now, max_chars=600, show_project=True)
+        lines, ids = _fitted(lambda ms: fill(ms, room, now, max_chars=600, show_project=True)[:2], full)
         sections.append((None, lines))
     best = max((s.relevance for s in scored), default=0.0)
     if index_min is not None and index_top_k > 0 and index_budget > 0 and best >= index_min:
@@ -92,7 +126,8 @@ def compose(scored: list[Scored], *, project: str | None, budget: int, top_k: in
         # ~40 tokens, so index_budget alone holds two of them (bench/sessions.py: the answer was third to fifth)
         if strong_min is not None and best >= strong_min:
             index_budget = max(index_budget, strong_budget)
-        lines, listed = index_lines(rest[:index_top_k], index_budget, now)
+        rest = current_only(rest, set(ids) | {m.id for m in rest[:index_top_k]})[:index_top_k]
+        lines, listed = _fitted(lambda ms: index_lines(ms, index_budget, now), rest, set(ids))
         if lines:
             sections.append((INDEX_TITLE if ids else None, lines))
     if not ids and not listed:

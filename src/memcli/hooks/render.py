@@ -25,6 +25,8 @@ def memory_line(m: Memory, now_ms: int, *, max_chars: int = 400, show_project: b
         meta.append("captured turn")
     if tags:
         meta.append("#" + " #".join(tags[:4]))
+    if m.outdated_by:  # shown only with the memory that changed it (memcli.hooks.inject.current_only)
+        meta.append(f"outdated by {short_id(m.outdated_by)}")
     return f"- [{short_id(m.id)}] ({', '.join(meta)}) {clip(one_line(m.content), max_chars)}"
 
 
@@ -72,7 +74,9 @@ INDEX_TITLE = "Maybe related — open one with `memcli get <id>` (or the MCP `ge
 def index_line(m: Memory, now_ms: int) -> str:
     """One compact line for a memory the model may open: ``- [id] its first 90 characters… (age, author)``."""
     author = m.scope[len("agent:"):] if m.scope.startswith("agent:") else m.source if m.source != "cli" else "you"
-    return f"- [{short_id(m.id)}] {clip(one_line(m.content), INDEX_CHARS)} ({age(m.created_at, now_ms)}, {author})"
+    outdated = f", outdated by {short_id(m.outdated_by)}" if m.outdated_by else ""
+    return (f"- [{short_id(m.id)}] {clip(one_line(m.content), INDEX_CHARS)} "
+            f"({age(m.created_at, now_ms)}, {author}{outdated})")
 
 
 def index_lines(memories: Sequence[Memory], token_budget: int, now_ms: int) -> tuple[list[str], list[str]]:

@@ -209,18 +209,22 @@ def build_server(holder: "ServiceHolder", *, name: str = "memcli", batcher: "Wri
         include_archived: IncludeArchived = False,
         min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Only memories scoring at least this "
                                                                       "(0.5: probably answers the query).")] = 0.0,
+        as_of: Annotated[str | None, Field(description="What was true then: an ISO date (2026-01-31) or a "
+                                                       "duration ago (30d). Memories written by then, outdated "
+                                                       "only by ones written by then.")] = None,
     ) -> CallToolResult:
         """Find the memories most relevant to a query (hybrid: meaning + keywords), best first.
 
         Call it before answering anything that may have been decided, solved or explained before, in this or
         another agent's session. Returns a list of {"memory_id", "content", "score" (0..1), "tags", "scope",
-        "namespace", "importance", "key", "created_at", "updated_at", ...}. ``score`` is a calibrated relevance,
-        comparable across queries: 0.5 or more probably answers the query; the best hit of a question the
-        memory knows nothing about scores well under it.
+        "namespace", "importance", "key", "created_at", "updated_at", "outdated_by", "updates", ...}. ``score`` is
+        a calibrated relevance, comparable across queries: 0.5 or more probably answers the query; the best hit
+        of a question the memory knows nothing about scores well under it. A memory with "outdated_by" was
+        changed later (another value for the same fact): the memory it names, listed just above it, is current.
         """
         hits = run("recall", query, top_k=_one("top_k", top_k, "limit", limit) or 5,
                    scope=_one("agent_filter", agent_filter, "agent_id", agent_id), tags=tags, namespace=namespace,
-                   include_archived=include_archived, min_score=min_score)
+                   include_archived=include_archived, min_score=min_score, **({"as_of": as_of} if as_of else {}))
         return json_result([h.item() for h in hits])
 
     @mcp.tool(name="list_facts", title="List memories", annotations=read_only)

@@ -89,7 +89,17 @@ def record_to_memory(r: dict[str, Any]) -> Memory:
         status=r.get("status") if r.get("status") in STATUSES else "active",
         merged_from=[str(x) for x in r.get("merged_from") or [] if isinstance(x, str)][:10_000],
         superseded_by=r.get("superseded_by") if isinstance(r.get("superseded_by"), str) else None,
+        outdated_by=_id_field(r.get("outdated_by")),
+        updates=[x for x in (_id_field(v) for v in (r.get("updates") if isinstance(r.get("updates"), list) else []))
+                 if x][:10_000],
     )
+
+
+def _id_field(v: Any) -> str | None:
+    """A memory id an imported record names (outdated_by, updates), or None for anything else."""
+    if not isinstance(v, str) or not 8 <= len(v) <= 64 or not set(v.lower()) <= set("0123456789abcdef-"):
+        return None
+    return v.lower()
 
 
 def _context_field(v: Any) -> list[str]:

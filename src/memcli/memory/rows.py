@@ -11,10 +11,12 @@ from memcli.textnorm import search_text
 
 COLUMNS = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata",
            "source", "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context",
-           "status", "merged_from", "superseded_by"]
-# Added by memcli distill (issue 12). Nullable, NULL meaning active: an older store gains them on open with no
-# data rewritten, and a writer that does not know them (an older memcli) still writes valid rows.
-STATUS_COLUMNS = ("status", "merged_from", "superseded_by")
+           "status", "merged_from", "superseded_by", "outdated_by", "updates"]
+# Added by memcli distill (issue 12), and the update links (issue 28: outdated_by, the later memory that changed
+# this fact; updates, a JSON list of the ids this one made outdated). Nullable, NULL meaning active and current:
+# an older store gains them on open with no data rewritten, and a writer that does not know them (an older
+# memcli) still writes valid rows.
+STATUS_COLUMNS = ("status", "merged_from", "superseded_by", "outdated_by", "updates")
 
 
 def memory_schema(dim: int) -> Any:
@@ -48,7 +50,8 @@ def memory_schema(dim: int) -> Any:
 
 
 def status_fields() -> list[Any]:
-    """The lifecycle columns: status, merged_from (a JSON list of ids), superseded_by."""
+    """The lifecycle columns: status, merged_from (a JSON list of ids), superseded_by, outdated_by, updates (a
+    JSON list of ids)."""
     import pyarrow as pa
 
     return [pa.field(name, pa.string()) for name in STATUS_COLUMNS]
@@ -76,7 +79,8 @@ def row_to_memory(row: dict[str, Any], *, with_vector: bool = False) -> Memory:
         context=context, vector=[float(x) for x in vec] if vec is not None else None,
         context_vector=[float(x) for x in cvec] if cvec is not None else None,
         status=row.get("status") or "active", merged_from=_json_list(row.get("merged_from")),
-        superseded_by=row.get("superseded_by"),
+        superseded_by=row.get("superseded_by"), outdated_by=row.get("outdated_by"),
+        updates=_json_list(row.get("updates")),
     )
 
 
@@ -108,5 +112,6 @@ def memory_to_row(m: Memory, vector: Sequence[float], context_vector: Sequence[f
         "version": m.version, "content_hash": m.content_hash, "thread": m.thread,
         "context": json.dumps(m.context, ensure_ascii=False) if m.context else None,
         "status": m.status, "merged_from": json.dumps(m.merged_from) if m.merged_from else None,
-        "superseded_by": m.superseded_by,
+        "superseded_by": m.superseded_by, "outdated_by": m.outdated_by,
+        "updates": json.dumps(m.updates) if m.updates else None,
     }

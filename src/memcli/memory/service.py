@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.memory.activity import daily_counts, scope_counts, store_stats
+from memcli.memory import current
 from memcli.memory.audit import AuditEvent, clip, diff
 from memcli.memory.records import (
     embed_memories,
@@ -24,6 +25,7 @@ from memcli.memory.records import (
 from memcli.memory.rows import memory_to_row
 from memcli.memory.search import (
     SearchOptions,
+    best_first,
     boost_span,
     build_where,
     query_baseline,
@@ -45,6 +47,7 @@ from memcli.models import (
     normalise_scope,
     now_ms,
     parse_duration_ms,
+    parse_time_ms,
     validate_content,
     validate_importance,
     validate_key,
@@ -216,9 +219,16 @@ class MemoryService:
             self._attach_context([mems[i] for i in to_write])
             vectors, ctx_vectors = embed_memories(self.embedder, [mems[i] for i in to_write], progress)
             rows: dict[int, dict[str, Any]] = {}
+            links: dict[int, list[Any]] = {}
+            earlier: list[tuple[Memory, Any]] = []  # this batch's memories before this one (a server's group)
             for i, vec, cvec in zip(to_write, vectors, ctx_vectors):
-                similar = self._relate(mems[i].content, self._similar(vec, mems[i].namespace,
-                                                                      self.duplicate_threshold))
+                # one search serves both: the close ones (duplicates, related) and the candidates of a change
+                near = self._similar(vec, mems[i].namespace, min(self.duplicate_threshold, current.MIN_SIMILARITY),
+                                     k=max(5, current.CANDIDATES))
+                similar = self._relate(mems[i].content, [h for h in near if h.similarity >= self.duplicate_threshold][:5])
+                links[i] = current.changed_by(self, mems[i], near + current.in_batch(self, mems[i], vec, earlier))
+                earlier.append((mems[i], vec))
+                mems[i].updates = [old.id for old, _ in links[i]]
                 results[i] = RememberResult(
                     memory_id=mems[i].id, duplicate_of=[h.memory.id for h in similar if _same(h)],
                     related=[{"memory_id": h.memory.id, **(h.relation or {})} for h in similar if not _same(h)])
@@ -238,12 +248,20 @@ class MemoryService:
                     if existing:
                         later.append((i, existing.id))
                         del rows[i]
+                gone = {mems[i].id for i in to_write if i not in rows}  # items of this batch not written after all
+                for i in [i for i in rows if any(old.id in gone for old, _ in links[i])]:
+                    links[i] = [(old, why) for old, why in links[i] if old.id not in gone]
+                    mems[i].updates = [old.id for old, _ in links[i]]
+                    rows[i]["updates"] = memory_to_row(mems[i], [])["updates"]
                 self.store.add(list(rows.values()), maintain=False)
             if rows:  # outside the lock: it may compact
                 self.store.after_write(list(rows.values()))
                 self._audit([AuditEvent(memory_id=mems[i].id, action="remember", actor=actor(i),
                                         namespace=mems[i].namespace, version=1,
-                                        note=write_note(items[i].keep_secrets)) for i in rows])
+                                        note=write_note(items[i].keep_secrets, "updates " + ", ".join(
+                                            mems[i].updates) if mems[i].updates else "")) for i in rows])
+                for i in rows:  # the older memories each new one changed: outdated by it
+                    current.mark(self, [(mems[i], old, why) for old, why in links[i]], actor(i))
         for i, target in later:
             mid = mems[target].id if isinstance(target, int) else target
             if isinstance(target, int) and target not in rows:  # that item was not written after all
@@ -272,7 +290,9 @@ class MemoryService:
             where = (f"content_hash IN ({chunk}) AND (expires_at IS NULL OR expires_at > {now}) "
                      "AND (status IS NULL OR status != 'archived')")
             for r in self.store.column_values(where, ["id", "namespace", "scope", "content_hash", "created_at",
-                                                      "status", "superseded_by"]):
+                                                      "status", "superseded_by", "outdated_by"]):
+                if r.get("outdated_by"):  # said again after it changed (A, B, A): the change back is news
+                    continue
                 # a fact distill merged away is already known: by the memory it was merged into
                 mid = r["superseded_by"] if r["status"] == "superseded" and r["superseded_by"] else r["id"]
                 found.setdefault((r["namespace"], r["scope"], r["content_hash"]), mid)
@@ -319,15 +339,17 @@ class MemoryService:
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
                min_score: float = 0.0, include_archived: bool = False, words: bool = True,
-               other_script_lift: float = 0.0, key: str | None = None,
-               source: str | None = None) -> list[RecallHit]:
+               other_script_lift: float = 0.0, key: str | None = None, source: str | None = None,
+               as_of: int | str | None = None) -> list[RecallHit]:
         """Hybrid recall: the memories most relevant to ``query``, filtered before top-k (superseded and
         archived memories only with ``include_archived``). With ``explain``, ``words`` also names the query
         words each keyword hit holds (for people; the hooks read only the signals and skip it).
         ``other_script_lift`` is added to the cosines of memories written in another script than the query
         (Chinese and Latin) before they are ranked: the bundled e5 scores two texts of one language higher, so
         a Chinese question's English answer ranks under Chinese memories that do not answer it (the prompt
-        hook's breadth gains from it: :mod:`memcli.hooks.inject`)."""
+        hook's breadth gains from it: :mod:`memcli.hooks.inject`). What is current comes first: a memory a later one
+        changed ranks just below it (memcli.memory.current); ``as_of`` (epoch ms, or a date or duration ago) recalls what was true then —
+        memories written by that time, outdated only by ones written by then."""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("the query is empty: say what to recall")
         query = query.strip()[:4000]
@@ -337,6 +359,9 @@ class MemoryService:
             raise ValidationError("min_score must be between 0 and 1")
         scopes = [normalise_scope(scope, agent)] if (scope or agent) else None
         now = now_ms()
+        if as_of is not None:
+            as_of = parse_time_ms(as_of) if isinstance(as_of, str) else validate_time_ms(as_of, "as_of")
+            until = as_of if until is None else min(int(until), as_of)
         proj = project if project is not None else self.project
         # Filters that would exclude nothing (yet) are left out of the searches, and the rows kept are checked
         # instead: the expiry filter when nothing is about to expire (no index; ~3 ms at 100k rows), the
@@ -382,6 +407,11 @@ class MemoryService:
         hits = rank(rel, {k: rows[k] for k in keys}, calibrate=self.calibration, opts=self.search, now=now,
                     project=proj, top_k=top_k, explain=explain, query=query if words else None,
                     relevance_of=self.embedder.relevance(), baseline=query_baseline(cands.vector))
+        if any(h.memory.outdated_by for h in hits) or as_of is not None:
+            full = build_where(namespace=ns, scopes=scopes, tags=validate_tags(tags), since=since, until=until,
+                               project=proj if project_only else None, include_expired=include_expired, now=now,
+                               include_archived=include_archived, key=key, source=source)
+            hits = best_first(current.current_first(self, hits, where=full, top_k=top_k, as_of=as_of))
         return [h for h in hits if h.score >= min_score]
 
     def _script_lift(self, query: str, cands: Candidates, amount: float) -> dict[int, float]:
@@ -493,6 +523,9 @@ class MemoryService:
                                 note=write_note(keep_secrets, note))])
         updated = self.store.get(mem.id)
         assert updated is not None
+        if "content" in values and updated.updates:  # corrected: does it still change what it made outdated?
+            current.recheck(self, updated, self._actor(source))
+            updated = self.store.get(mem.id) or updated
         return updated
 
     def forget(self, refs: Sequence[str] | str, *, source: str = "cli",
@@ -518,6 +551,8 @@ class MemoryService:
             raise VersionConflictError(f"memory {ids[0]} changed while it was being deleted; read it and try again")
         self._audit([AuditEvent(memory_id=m.id, action="forget", actor=self._actor(source), namespace=m.namespace,
                                 version=m.version, changes={"content": [clip(m.content), None]}) for m in gone])
+        if any(m.updates or m.outdated_by for m in gone):  # the marks they made, and the lists they are on
+            current.unlink(self, gone, self._actor(source))
         return ids
 
     def history(self, ref: str, *, namespace: str | None = None, all_namespaces: bool = False) -> list[AuditEvent]:
@@ -569,7 +604,11 @@ class MemoryService:
             if not keep_secrets and redact_memory(mem) and (mem.content, mem.context) != text:
                 vec = None  # the vectors of the text as it was: embed what is stored
             mems.append((mem, vec))
-        todo = not_in_namespace(self.store, mems)
+        todo = sorted(not_in_namespace(self.store, mems), key=lambda p: (p[0].created_at, p[0].id))  # in time order
+        # records that carry no links of their own (an older export, another tool) are linked as if remembered then
+        unlinked = {m.id for (m, _), raw in zip(mems, recs) if isinstance(raw, dict)
+                    and "outdated_by" not in raw and "updates" not in raw}
+        linking: list[tuple[Memory, Any]] = []
         added = 0
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
@@ -579,12 +618,15 @@ class MemoryService:
             rows = [memory_to_row(m, *(v if v is not None else next(fresh))) for m, v in chunk]
             n = self.store.insert(rows)
             added += n
+            linking += [(m, row["vector"]) for (m, _), row in zip(chunk, rows) if m.id in unlinked]
             if n:
                 self._audit([AuditEvent(memory_id=m.id, action="import", actor=self._actor("import"),
                                         namespace=m.namespace, version=m.version, note=write_note(keep_secrets))
                              for m, _ in chunk])
             if progress:
                 progress(min(start + batch, len(todo)), len(todo))
+        if linking:
+            current.link_imported(self, linking, self._actor("import"))
         return {"read": len(recs), "added": added, "skipped": len(recs) - added}
 
     # ------------------------------------------------------------------ maintenance

@@ -321,6 +321,8 @@ class MemoryStore(IndexMaintenance):
                 v = json.dumps(v, ensure_ascii=False) if v else None
             elif k == "tags":
                 v = list(v)
+            elif k == "updates":
+                v = json.dumps(list(v)) if v else None
             row[k] = v
         if "content" in values:
             ctx = json.loads(row["context"]) if row.get("context") else []

@@ -246,7 +246,8 @@ def memory_routes(call: Call, batcher: "WriteBatcher") -> list[BaseRoute]:
                           mode=mode if mode == "vector" else q.get("mode") or mode,
                           min_score=float_param(q, "min_score", 0.0),
                           include_archived=bool_param(q, "include_archived"), key=q.get("key") or None,
-                          source=q.get("source") or None)
+                          source=q.get("source") or None,
+                          **({"as_of": time_param(q, "as_of")} if "as_of" in q or "as_of_ms" in q else {}))
         return JSONResponse([h.item() for h in hits[offset:]])
 
     async def check_duplicate(request: Request) -> Response:

@@ -284,14 +284,16 @@ class RemoteService:
                agent: str | None = None, tags: Sequence[str] | None = None, since: int | None = None,
                until: int | None = None, project: str | None = None, project_only: bool = False,
                include_expired: bool = False, explain: bool = False, mode: str | None = None,
-               min_score: float = 0.0, include_archived: bool = False) -> list[RecallHit]:
+               min_score: float = 0.0, include_archived: bool = False,
+               as_of: int | None = None) -> list[RecallHit]:
         """Hybrid recall (see ``MemoryService.recall``)."""
         q: list[tuple[str, Any]] = [
             ("q", query), ("top_k", top_k), ("namespace", namespace or self.namespace), ("scope", scope),
             ("agent", agent), ("since_ms", since), ("until_ms", until),
             ("project", project if project is not None else self.project), ("project_only", project_only),
             ("include_expired", include_expired), ("explain", explain), ("mode", mode),
-            ("min_score", min_score or None), ("include_archived", include_archived or None)]
+            ("min_score", min_score or None), ("include_archived", include_archived or None),
+            ("as_of_ms", as_of)]
         q += [("tag", t) for t in tags or ()]
         return [_hit(d) for d in self._request("GET", "/api/search", q)]
 
@@ -608,7 +610,8 @@ def _memory(d: Any) -> Memory:
                       key=d.get("key"), metadata=d.get("metadata") or {}, source=d.get("source") or "cli",
                       created_at=d["created_at"], updated_at=d["updated_at"], expires_at=d.get("expires_at"),
                       version=d.get("version") or 1, thread=d.get("thread"), status=d.get("status") or "active",
-                      merged_from=list(d.get("merged_from") or []), superseded_by=d.get("superseded_by"))
+                      merged_from=list(d.get("merged_from") or []), superseded_by=d.get("superseded_by"),
+                      outdated_by=d.get("outdated_by"), updates=list(d.get("updates") or []))
     except (KeyError, TypeError, AttributeError):
         raise Unavailable("the server's answer is not a memory") from None
 

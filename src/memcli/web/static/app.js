@@ -193,6 +193,10 @@ function memoryRow(m) {
     (m.tags || []).map((t) => el("span", { class: "chip tag" }, t)),
     m.project ? el("span", { class: "project", title: "project" }, "▸ " + m.project) : null,
     m.score !== undefined ? el("span", { class: "score", title: "relevance, 0..1" }, m.score.toFixed(3)) : null,
+    m.outdated_by ? el("span", { class: "chip outdated", title: "a later memory changed this fact: " + m.outdated_by },
+                       "outdated by " + shortId(m.outdated_by)) : null,
+    (m.updates || []).length ? el("span", { class: "chip updates", title: "changes " + m.updates.join(", ") },
+                                  "updates " + m.updates.map(shortId).join(", ")) : null,
   );
   const li = el("li", {
     class: "mem" + (state.selected && state.selected.memory_id === m.memory_id ? " selected" : ""),
@@ -351,7 +355,8 @@ function showMemory(m) {
   const rows = [["id", m.memory_id], ["namespace", m.namespace], ["scope", m.scope], ["project", m.project],
                 ["source", m.source], ["version", m.version], ["created", when(m.created_at)],
                 ["updated", when(m.updated_at)], ["expires", m.expires_at ? when(m.expires_at) : "never"],
-                ["key", m.key], ["metadata", m.metadata && Object.keys(m.metadata).length ? JSON.stringify(m.metadata) : null]];
+                ["key", m.key], ["metadata", m.metadata && Object.keys(m.metadata).length ? JSON.stringify(m.metadata) : null],
+                ["outdated by", m.outdated_by], ["updates", (m.updates || []).join(", ") || null]];
   for (const [k, v] of rows) {
     if (v === null || v === undefined || v === "") continue;
     meta.append(el("dt", {}, k), el("dd", { "data-field": k }, v));
