@@ -66,6 +66,16 @@ _FULLWIDTH_PUNCT = str.maketrans({"：": ": ", "，": ", ", "。": ". ", "；": 
                                   "（": " (", "）": ") ", "「": " ", "」": " ", "『": " ", "』": " ", "“": " ",
                                   "”": " ", "‘": " ", "’": "'", "《": " ", "》": " ", "【": " ", "】": " "})
 # what agents put in front of a fact: "FYI:", "Heads up:", "As discussed,", "For the record," …
+# "e.g." / "i.e." / "etc." introduce or close an example list: not values (a dotted token otherwise)
+_ABBREV = re.compile(r"(?<![\w.])(?:e\.\s?g|i\.\s?e|etc|viz)\.?(?![\w])", re.IGNORECASE)
+# "<count> <up to 3 words>: x, y and z" (or 、/和/及 in Chinese): a count the list itself says again
+# "<is> <done> by <someone>": the passive voice, which names the doer after the verb
+_PASSIVE = re.compile(r"\b(?:is|are|was|were|be|been|being|gets|get|got)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|ne|lt|ht|ld|ung|ot)"
+                      r"\s+by\s+(?!default|hand|design|mistake|now|far|then|itself|themselves)", re.IGNORECASE)
+_COUNTED_LIST = re.compile(r"(?<![\w.])(\d+|" + "|".join(EN_NUMBERS) + r")(?:\s*个)?\s+(?:[^\W\d]+\s+){0,2}[^\W\d]+\s*[:：]\s*([^.;。；\n]+)")
+_LIST_SPLIT = re.compile(r"\s*(?:,|、|，|\band\b|\bor\b|和|及|与|或)\s*")
+_CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+               "九": 9}
 _LEAD_HEDGE = re.compile(r"^\s*(?:(?:fyi|til|heads up|note|nb|reminder|for the record|as discussed|just so you know|"
                          r"i think|i believe|as far as i know|afaik|important|update|decision|convention|gotcha|"
                          r"tip|psa)\b[\s:,\-—]*)+", re.IGNORECASE)
@@ -106,6 +116,10 @@ class Facts:
     negations: int = 0
     negators: tuple[str, ...] = ()  # the negations as written
     shown: dict[str, str] = field(default_factory=dict)  # canonical form → a form as written (for messages)
+    pole_words: frozenset[str] = frozenset()  # words of a kind (enable, disable...): the values, not the subject
+    pole_chars: frozenset[str] = frozenset()  # characters of Chinese words of a kind and negations (启用, 不)
+    counts: frozenset[str] = frozenset()  # numbers that count the list right after them ("3 regions: a, b and c")
+    passive: bool = False  # "X is owned by Y" (the doer named after the verb)
 
 
 # ------------------------------------------------------------------------------------------ reading a text
@@ -175,7 +189,9 @@ def read(text: str) -> Facts:
     poles: dict[str, set[str]] = {}
     negations = 0
     negators: list[str] = []
-    latin = t2s
+    pole_chars: set[str] = set()
+    pole_words: set[str] = set()
+    latin = _ABBREV.sub(" ", t2s)
     for m in _URL.finditer(latin):
         url = m.group(0).rstrip(".,;:!?").casefold()
         specifics.add(url)
@@ -196,8 +212,10 @@ def read(text: str) -> Facts:
         for compound in CJK_NUM_COMPOUNDS:
             scrubbed = scrubbed.replace(compound, "〡" * len(compound))
         for m in _CJK_NUM.finditer(scrubbed):
-            specifics.add("#" + m.group(0).replace("两", "二"))
-            shown["#" + m.group(0).replace("两", "二")] = m.group(0)
+            key = _cjk_number(m.group(0))
+            specifics.add(key)
+            shown[key] = m.group(0)
+        scrubbed = _CJK_NUM.sub(" ", scrubbed)
         for word, canon in CJK_SYNONYMS.items():
             scrubbed = scrubbed.replace(word, canon)
         runs = _CJK_RUN.findall(re.sub(f"[{CJK_STOP_CHARS}〡]", " ", scrubbed))
@@ -212,10 +230,12 @@ def read(text: str) -> Facts:
             plain = plain.replace(compound, " ")
         cjk_neg = sum(plain.count(n) for n in CJK_NEGATORS)
         negators.extend(n for n in CJK_NEGATORS if n in plain)
+        pole_chars.update(n for n in CJK_NEGATORS if n in plain)
         for kind, members in CJK_POLES.items():
             for word, canon in members.items():
                 if word in plain or word in tw:
                     poles.setdefault(kind, set()).add(canon)
+                    pole_chars.update(word)
     negations += cjk_neg
     # Latin script: tokens, numbers with their units, negations, kinds, content words
     order = _order(t2s)
@@ -259,10 +279,34 @@ def read(text: str) -> Facts:
             canon = EN_SYNONYMS.get(tok) or EN_SYNONYMS.get(stem) or stem
             words.add(canon)
             shown.setdefault(canon, raw)
+            if kind:
+                pole_words.add(canon)
         i += 1
+    counts = {key for key in (_list_count(m) for m in _COUNTED_LIST.finditer(latin)) if key in specifics}
     return Facts(specifics=frozenset(specifics), words=frozenset(words), grams=tuple(grams), bridges=frozenset(bridges), plain=frozenset(low), order=order,
                  poles={k: frozenset(v) for k, v in poles.items()}, negations=negations,
-                 negators=tuple(negators), shown=shown)
+                 negators=tuple(negators), shown=shown, pole_words=frozenset(pole_words),
+                 pole_chars=frozenset(pole_chars), counts=frozenset(counts), passive=bool(_PASSIVE.search(latin)))
+
+
+def _cjk_number(text: str) -> str:
+    """A Chinese numeral as its digits when it is a plain one (两 → 2, 十五 → 15, 二十 → 20); else marked as
+    written (百, 千, 万 and longer forms are compared as they are)."""
+    t = text.replace("两", "二")
+    if len(t) == 1 and t in _CJK_DIGITS:
+        return str(_CJK_DIGITS[t])
+    m = re.fullmatch(r"([一二三四五六七八九])?十([一二三四五六七八九])?", t)
+    if m:
+        return str(_CJK_DIGITS.get(m.group(1) or "一", 1) * 10 + (_CJK_DIGITS[m.group(2)] if m.group(2) else 0))
+    return "#" + t
+
+
+def _list_count(m: "re.Match[str]") -> str:
+    """The count of "<count> <noun>: x, y and z" when it is the number of items listed, else ''."""
+    word = m.group(1).casefold()
+    n = EN_NUMBERS.get(word, word)
+    items = [x for x in _LIST_SPLIT.split(m.group(2).strip()) if x.strip()]
+    return n if n.isdigit() and int(n) == len(items) >= 2 else ""
 
 
 def _order(text: str) -> tuple[str, ...]:
@@ -277,7 +321,7 @@ def _order(text: str) -> tuple[str, ...]:
         else:
             low = tok.casefold().rstrip(".:-/")
             if low not in EN_STOP:
-                out.append(low if _specific(tok) else _stem(low))
+                out.append(low if _specific(tok.rstrip(".:-/")) else _stem(low))
     return tuple(out)
 
 
@@ -320,6 +364,31 @@ def _typo(a: str, b: str) -> bool:
     return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
+def _typos(f: Facts, mine: list[str], g: Facts, theirs: list[str]) -> list[str]:
+    """``mine`` without the names that are a typo of one of ``theirs``: a product name of 7+ letters with a
+    letter doubled or undoubled, or two neighbours swapped (RabbitMQ / RabitMQ), compared as written."""
+    out = []
+    for x in mine:
+        w = f.shown.get(x, x)
+        if not (len(w) >= 7 and w.isalpha() and w[:1].isupper() and any(_slip(w, g.shown.get(y, y)) for y in theirs)):
+            out.append(x)
+    return out
+
+
+def _slip(a: str, b: str) -> bool:
+    """One slip of the fingers between two names: a doubled letter lost or added, or neighbours swapped."""
+    if len(a) == len(b):
+        d = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(d) == 2 and d[1] == d[0] + 1 and a[d[0]] == b[d[1]] and a[d[1]] == b[d[0]]
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if len(long_) - len(short) != 1:
+        return False
+    for i in range(1, len(long_)):
+        if long_[i] == long_[i - 1] and long_[:i] + long_[i + 1:] == short:
+            return True
+    return False
+
+
 def _missing(member: Facts, keeper: Facts, mw: frozenset[str], kw: frozenset[str]) -> list[str]:
     """The member's words the keeper does not have (typos of the keeper's long words count as had)."""
     out = sorted(mw - kw)
@@ -353,8 +422,10 @@ def compare(keeper: str, member: str) -> Verdict:
     value_diffs: list[tuple[str, str]] = []
     reasons: list[str] = []
     # a word in one text may be a value in the other only by its case ("PostgreSQL" / "postgresql")
-    only_a = sorted(x for x in a.specifics - b.specifics if x not in b.plain)
-    only_b = sorted(x for x in b.specifics - a.specifics if x not in a.plain)
+    # a count the text's own list says again ("three regions: x, y and z") is not a value of its own
+    only_a = sorted(x for x in a.specifics - b.specifics if x not in b.plain and x not in a.counts)
+    only_b = sorted(x for x in b.specifics - a.specifics if x not in a.plain and x not in b.counts)
+    only_a, only_b = _typos(a, only_a, b, only_b), _typos(b, only_b, a, only_a)
     if only_a or only_b:
         value_diffs.append((", ".join(a.shown.get(x, x) for x in only_a), ", ".join(b.shown.get(x, x) for x in only_b)))
         reasons.append("they state different values" if only_a and only_b else
@@ -363,6 +434,13 @@ def compare(keeper: str, member: str) -> Verdict:
         value_diffs.append((" ".join(a.negators) or "(no negation)", " ".join(b.negators) or "(no negation)"))
         reasons.append("one says the opposite of the other (a negation on one side only)")
     swap = None if value_diffs else _swapped(a.order, b.order)
+    if swap and a.passive != b.passive:
+        swap = None  # "Priya owns the notifier" / "the notifier is owned by Priya": one fact in two voices
+    elif not swap and not value_diffs and a.passive != b.passive and sorted(a.order) == sorted(b.order):
+        # "Alice reviews Bob's PRs" / "Alice's PRs are reviewed by Bob": the same words in one voice and the
+        # other, but the doer not moved around the verb: the roles the other way round
+        value_diffs.append(("(active)", "(passive)") if b.passive else ("(passive)", "(active)"))
+        reasons.append("one says it the other way round (who does it to whom)")
     if swap:
         value_diffs.append((f"{swap[0]} … {swap[1]}", f"{swap[1]} … {swap[0]}"))
         reasons.append("the same words in exchanged places")
@@ -377,10 +455,16 @@ def compare(keeper: str, member: str) -> Verdict:
     missing = [w for w in _missing(b, a, b_words, a_words) if w not in EN_GENERIC] + sorted(gb - ga - a.bridges)
     extra = [w for w in _missing(a, b, a_words, b_words) if w not in EN_GENERIC] + sorted(ga - gb - b.bridges)
     if value_diffs:
-        shared = len(a.words & b.words) + len(ga & gb)
-        total = len(a.words | b.words) + len(ga | gb)
-        # the same subject (most words shared) with another value is a contradiction; else another fact
-        subject_same = total == 0 or (shared / total >= 0.5 and not (missing and extra))
+        # the subject is what is left without the words that carry the values (enabled / disabled, 允许 /
+        # 不允许): the same subject with another value is a contradiction; else another fact
+        skip_w, skip_c = a.pole_words | b.pole_words, a.pole_chars | b.pole_chars
+        sa, sb = a.words - skip_w, b.words - skip_w
+        sga, sgb = (frozenset(x for x in g if not set(x) & skip_c) for g in (ga, gb))
+        shared = len(sa & sb) + len(sga & sgb)
+        total = len(sa | sb) + len(sga | sgb)
+        s_missing = [w for w in missing if w not in skip_w and not set(w) & skip_c]
+        s_extra = [w for w in extra if w not in skip_w and not set(w) & skip_c]
+        subject_same = total == 0 or (shared / total >= 0.5 and not (s_missing and s_extra))
         word_diffs = [(" ".join(a.shown.get(w, w) for w in extra[:4]), " ".join(b.shown.get(w, w) for w in missing[:4]))]
         diffs = tuple(value_diffs + ([] if subject_same or not (missing or extra) else word_diffs))
         return Verdict(CONFLICT if subject_same else RELATED, "; ".join(reasons), diffs, sure=True)
@@ -392,6 +476,9 @@ def compare(keeper: str, member: str) -> Verdict:
         # the same sentence with one part said otherwise: about another thing (billing / payments, alice / bob,
         # the cache / the queue, 华东 / 华南) — a near miss, never the same fact
         pair = slot or (a.shown.get(extra[0], extra[0]), b.shown.get(missing[0], missing[0]))
+        if all(re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)+", x.casefold()) for x in pair):
+            # a kebab/snake name in place of another (bucket lumen-tf-state / lumen-tfstate-prod): a value
+            return Verdict(CONFLICT, "they state different values", (pair,), sure=True)
         return Verdict(RELATED, "the same words about a different thing", (pair,), sure=True)
     names_a, names_b = _names(a, extra), _names(b, missing)
     if names_a and names_b:
