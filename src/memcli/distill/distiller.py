@@ -38,7 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memcli.distill.runs import WATERMARK, DistillRuns
+from memcli.distill.keeper import Spelling, keeper_search_text
+from memcli.distill.keeper import aliases as _aliases
+from memcli.distill.keeper import pick_keeper as _pick_keeper
+from memcli.distill.runs import CONFLICTS, WATERMARK, DistillRuns
 from memcli.errors import StoreError, ValidationError, VersionConflictError
 from memcli.memory.audit import AuditEvent, clip
 from memcli.memory.reader import quote
@@ -54,6 +57,10 @@ if TYPE_CHECKING:
     from memcli.memory.store import MemoryStore
 
 MERGE_THRESHOLD = 0.80  # candidates only: memcli.facts.samefact decides (bench/distill_pairs.py)
+# a contradiction is less similar than a restatement (enabled / disabled: calibrated 0.63–0.76 with e5): pairs
+# from here are read for conflicts only, and only when they share most of their words (bench/home.py)
+CONFLICT_THRESHOLD = 0.55
+CONFLICT_OVERLAP = 0.35
 PROMOTE_IMPORTANCE = 0.8
 WATERMARK_MARGIN_MS = 10 * 60_000
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
@@ -127,6 +134,7 @@ class DistillPlan:
     promote: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # why each promoted id is promoted
     conflicts: list[dict[str, Any]] = field(default_factory=list)  # same subject, other value: shown, not merged
+    outdated: dict[str, str] = field(default_factory=dict)  # id → the later memory stating another value
     memories: dict[str, Memory] = field(default_factory=dict)  # as read by the plan (versions checked at apply)
     scanned: int = 0
     read_at: int = 0
@@ -150,7 +158,8 @@ class DistillPlan:
                  for i in sorted(ids) if i in self.memories}
         return {"plan": {"archive": list(self.archive), "merge": [m.to_dict() for m in self.merge],
                          "promote": list(self.promote), "reasons": dict(self.reasons),
-                         "conflicts": [dict(c) for c in self.conflicts], "compact": not self.empty,
+                         "conflicts": [dict(c) for c in self.conflicts], "outdated": dict(self.outdated),
+                         "compact": not self.empty,
                          "memories": brief},
                 "counts": self.counts()}
 
@@ -166,6 +175,7 @@ class Distiller:
         self.options.check()
         self._llm: Any = None  # the Condenser of this run (one token budget for confirming and condensing)
         self.runs = DistillRuns(store)
+        self._spelling = Spelling(())  # how the namespace being clustered spells its words
 
     def llm(self) -> Any:
         """The LLM of this run (memcli.distill.condense.Condenser), when one is configured; else None."""
@@ -184,13 +194,17 @@ class Distiller:
         where = ACTIVE_FILTER
         if self.options.namespace:
             where += f" AND namespace = {quote(self.options.namespace)}"
+        names = set(self.store.table.schema.names)
+        extra = [c for c in ("outdated_by",) if c in names]  # set on write when the store records it
         try:
-            table = self.store.reader.snapshot().to_table(columns=_READ + ["vector"], filter=where)
+            table = self.store.reader.snapshot().to_table(columns=_READ + extra + ["vector"], filter=where)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)
-        mems = [row_to_memory(r) for r in table.drop_columns(["vector"]).to_pylist()]
+        raw = table.drop_columns(["vector"]).to_pylist()
+        mems = [row_to_memory(r) for r in raw]
         plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems), read_at=now)
+        plan.outdated = {r["id"]: r["outdated_by"] for r in raw if r.get("outdated_by")}
         since = self._watermark()
         plan.archive = [m.id for m in mems if m.expires_at is not None and m.expires_at <= now]
         archived = set(plan.archive)
@@ -200,22 +214,30 @@ class Distiller:
                 by_ns.setdefault(m.namespace, []).append(i)
         for ns in sorted(by_ns):
             idx = by_ns[ns]
+            self._spelling = Spelling(mems[i].content for i in idx)
             steps, conflicts = self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32),
                                               since)
             plan.merge += steps
             plan.conflicts += conflicts
+        self._known_conflicts(plan, archived)
+        plan.conflicts.sort(key=lambda c: -c["created_at"])
+        for c in plan.conflicts:  # the older side of a contradiction is outdated until someone settles it
+            plan.outdated.setdefault(c["ids"][1], c["ids"][0])
         merged_away = {i for step in plan.merge for i in step.merge}
+        held = _hold_outdated(plan)
         new_scope = {step.keep: step.scope for step in plan.merge}
         new_importance = {step.keep: step.importance for step in plan.merge}
         for step in plan.merge:
             keeper = plan.memories[step.keep]
+            if step.keep in held:
+                step.scope = keeper.scope  # an outdated value is never promoted: a later memory changed it
             if step.scope != keeper.scope:
                 agents = {plan.memories[i].scope for i in [step.keep, *step.merge]} - {"global"}
                 plan.promote.append(step.keep)
                 plan.reasons[step.keep] = (f"held by {len(agents)} agents" if len(agents) >= 2
                                            else "merged with a global memory")
         for m in mems:
-            if m.id in archived or m.id in merged_away or m.id in plan.reasons:
+            if m.id in archived or m.id in merged_away or m.id in plan.reasons or m.id in held:
                 continue
             scope = new_scope.get(m.id, m.scope)
             if scope.startswith("agent:") and new_importance.get(m.id, m.importance) >= self.options.promote_importance:
@@ -254,6 +276,16 @@ class Distiller:
         thr = float(self.options.threshold)
         # the raw cosine from which a pair can reach the threshold (the calibration is monotone)
         cut = float(np.interp(thr, ys, xs)) - 1e-6 if ys[0] < thr <= ys[-1] else (-1.0 if thr <= ys[0] else 2.0)
+        cthr = min(thr, CONFLICT_THRESHOLD)
+        ccut = float(np.interp(cthr, ys, xs)) - 1e-6 if ys[0] < cthr <= ys[-1] else cut
+        words: dict[int, frozenset[str]] = {}
+
+        def overlap(i: int, c: int) -> float:
+            for k in (i, c):
+                if k not in words:
+                    words[k] = _words(mems[k].content)
+            union = len(words[i] | words[c])
+            return len(words[i] & words[c]) / union if union else 0.0
         # best first; among equals the oldest id (exact copies keep the id others may have noted). A keeper's
         # rank does not change by merging (its members rank lower), so the next run sees the same order.
         order = sorted(sorted(range(n), key=lambda i: mems[i].id), key=lambda i: _keeper_rank(mems[i]), reverse=True)
@@ -261,10 +293,11 @@ class Distiller:
         rank_of[order] = np.arange(n)
         fresh = [i for i in range(n) if since is None or mems[i].updated_at >= since]
         near: dict[int, dict[int, float]] = {}
+        close: dict[tuple[int, int], float] = {}  # read for conflicts only
         for start in range(0, len(fresh), _BLOCK):
             block = fresh[start:start + _BLOCK]
             sims = vecs[block] @ vecs.T
-            rows, cols = np.nonzero(sims >= cut)
+            rows, cols = np.nonzero(sims >= min(cut, ccut))
             for r, c in zip(rows.tolist(), cols.tolist()):
                 i = block[r]
                 if i != c:
@@ -272,9 +305,20 @@ class Distiller:
                     if sim >= thr:
                         near.setdefault(i, {})[c] = sim
                         near.setdefault(c, {})[i] = sim
+                    elif sim >= cthr and (min(i, c), max(i, c)) not in close and overlap(i, c) >= CONFLICT_OVERLAP:
+                        close[(min(i, c), max(i, c))] = sim
         taken = [False] * n
         steps: list[MergeStep] = []
         conflicts: dict[tuple[str, str], dict[str, Any]] = {}
+        pairs = [((i, c), sim) for i, cs in near.items() for c, sim in cs.items() if i < c]
+        for (i, c), sim in pairs + list(close.items()):  # whoever keeps what: every contradiction is listed
+            verdict = merge_verdict(mems[i].content, mems[c].content)
+            if verdict.relation == CONFLICT:
+                self._conflict(conflicts, mems[i], mems[c], verdict, sim)
+
+        def same(x: Memory, y: Memory) -> bool:
+            return merge_verdict(x.content, y.content).same and compare(y.content, x.content).same
+
         for i in order:
             if taken[i]:
                 continue
@@ -284,8 +328,6 @@ class Distiller:
                 if taken[c] or mems[c].key is not None:
                     continue
                 verdict = merge_verdict(mems[i].content, mems[c].content)
-                if verdict.relation == CONFLICT:
-                    self._conflict(conflicts, mems[i], mems[c], verdict, sim)
                 if verdict.same and not compare(mems[c].content, mems[i].content).same:
                     # each must state what the other does (a keeper that says more would lose nothing, but a
                     # one-way relation makes the clusters depend on the order: a second run would merge more)
@@ -302,10 +344,61 @@ class Distiller:
             taken[i] = True
             for c, _ in members:
                 taken[c] = True
-            step = self._merge_step(mems[i], [mems[c] for c, _ in members], min(s for _, s in members))
+            group = [mems[c] for c, _ in members]
+            keep = _pick_keeper(mems[i], group, same, self._spelling)  # the best-written member keeps its words
+            if keep is not mems[i]:
+                why[mems[i].id] = why.pop(keep.id)
+                group = [mems[i], *[m for m in group if m is not keep]]
+            step = self._merge_step(keep, group, min(s for _, s in members))
             step.why = why
             steps.append(step)
         return steps, sorted(conflicts.values(), key=lambda c: -c["created_at"])
+
+    def _known_conflicts(self, plan: DistillPlan, archived: set[str]) -> None:
+        """The contradictions earlier runs listed stay listed until they are settled: while both memories (or
+        the memories they were merged into) are active and still contradict each other. (An incremental run
+        compares only pairs with a memory changed since the last run: without this they would vanish.)"""
+        from memcli.facts.samefact import CONFLICT, merge_verdict
+
+        try:
+            known = json.loads(self.store.read_meta().get(CONFLICTS) or "[]")
+        except (ValueError, TypeError, OSError, RuntimeError):
+            return
+        if not isinstance(known, list):
+            return
+        into = {x: m.id for m in plan.memories.values() for x in m.merged_from}
+        into.update({i: step.keep for step in plan.merge for i in step.merge})
+        found = {frozenset(c["ids"]) for c in plan.conflicts}
+        extra: dict[tuple[str, str], dict[str, Any]] = {}
+        for item in known:
+            if not (isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item[:2])):
+                continue
+            a, b = into.get(item[0], item[0]), into.get(item[1], item[1])
+            ma, mb = plan.memories.get(a), plan.memories.get(b)
+            if ma is None or mb is None or a == b or {a, b} & archived or frozenset((a, b)) in found \
+                    or ma.namespace != mb.namespace:
+                continue
+            verdict = merge_verdict(ma.content, mb.content)
+            if verdict.relation == CONFLICT:
+                self._conflict(extra, ma, mb, verdict, float(item[2]) if isinstance(item[2], (int, float)) else 0.0)
+        plan.conflicts += list(extra.values())
+
+    def _save_conflicts(self, plan: DistillPlan) -> None:
+        """Keep the plan's contradictions (ids mapped to the memories they merge into) for the next runs."""
+        into = {i: step.keep for step in plan.merge for i in step.merge}
+        pairs = [[into.get(c["ids"][0], c["ids"][0]), into.get(c["ids"][1], c["ids"][1]), c["similarity"]]
+                 for c in plan.conflicts]
+        if self.options.namespace:  # a run of one namespace keeps what the others listed (checked when read)
+            try:
+                old = json.loads(self.store.read_meta().get(CONFLICTS) or "[]")
+            except (ValueError, TypeError):
+                old = []
+            pairs = [p for p in old if isinstance(p, list)] + pairs
+        unique = {(str(p[0]), str(p[1])): p for p in pairs if len(p) == 3 and p[0] != p[1]}
+        try:
+            self.store.write_meta({CONFLICTS: json.dumps(list(unique.values()))})
+        except (OSError, RuntimeError, ValueError):
+            pass  # the next full run finds them again
 
     @staticmethod
     def _conflict(found: dict[tuple[str, str], dict[str, Any]], a: Memory, b: Memory, verdict: Any,
@@ -459,6 +552,7 @@ class Distiller:
                                           self.store.table.schema.names)}
         new_content = {mid: v["content"] for mid, v in values.items() if "content" in v}
         vecs = self._embed(new_content, full)
+        steps = {step.keep: step for step in plan.merge}
         rows = []
         for mid, v in values.items():
             row = full.get(mid)
@@ -474,6 +568,13 @@ class Distiller:
                 row["content_hash"] = content_hash(new_content[mid])
                 row["search_text"] = row_search_text(new_content[mid], json.loads(row["context"] or "[]"))
                 row.update(vecs[mid])
+            if mid in steps:
+                # the merged members' words the kept text lacks stay findable by keyword: the keeper's index
+                # gets them (a misspelt name, another language's words, an earlier merge's aliases)
+                others = [plan.memories[o].content for o in steps[mid].merge] + [
+                    full[o].get("search_text") or "" for o in steps[mid].merge if plan.memories[o].merged_from]
+                base = row.get("search_text") or row_search_text(row["content"], json.loads(row["context"] or "[]"))
+                row["search_text"] = keeper_search_text(base, _aliases(base, others))
             row["status"] = row.get("status") or ACTIVE
             row["version"] = int(row["version"]) + 1
             row["updated_at"] = now
@@ -510,6 +611,7 @@ class Distiller:
         return int(at) if isinstance(at, int) else None
 
     def _set_watermark(self, plan: DistillPlan) -> None:
+        self._save_conflicts(plan)
         if self.options.namespace:
             return
         # a margin for other processes' clocks and for writes the plan's snapshot did not see yet
@@ -518,6 +620,24 @@ class Distiller:
             self.store.write_meta({WATERMARK: json.dumps(value)})
         except (OSError, RuntimeError, ValueError):
             pass  # the next run compares everything: slower, not wrong
+
+def _hold_outdated(plan: DistillPlan) -> set[str]:
+    """The memories not to promote: outdated ones, and the keepers of groups with an outdated member."""
+    held = set(plan.outdated)
+    held |= {step.keep for step in plan.merge if any(i in plan.outdated for i in [step.keep, *step.merge])}
+    return held
+
+
+def _words(text: str) -> frozenset[str]:
+    """A text's words (casefolded) and Chinese character pairs: a quick test of two texts' overlap."""
+    import re
+
+    low = text.casefold()
+    out = set(re.findall(r"[a-z0-9][a-z0-9_.\-/]*", low))
+    for run in re.findall(r"[\u3400-\u9fff]+", low):
+        out.update(run[k:k + 2] for k in range(max(1, len(run) - 1)))
+    return frozenset(out)
+
 
 def _author(m: Memory) -> str:
     """Who wrote a memory, as the plan shows it: its agent scope, else the face that wrote it."""
