@@ -157,6 +157,9 @@ def run_policy(name: str, home: Path, data: dict[str, Any], embedder: str) -> di
         out["outdated_promoted"] = sorted(g["id"] for g in data["groups"] if g["kind"] == "change"
                                           and any(promoted(i) for i in g["outdated"]))
         possible = merged = best = groups_merged = 0
+        sloppy = {"lower", "typo", "fragment", "hedge", "case"}  # wordings a reader would call worse
+        best_s = groups_s = 0
+        not_best: list[str] = []
         for g in data["groups"]:
             if g["kind"] != "restatement":
                 continue
@@ -166,9 +169,17 @@ def run_policy(name: str, home: Path, data: dict[str, Any], embedder: str) -> di
             if absorbed:
                 groups_merged += 1
                 keeper = after[absorbed[0]]["superseded_by"]
-                best += after[keeper]["content"] == by_id[g["best"]]["content"]
+                ok = after[keeper]["content"] == by_id[g["best"]]["content"]
+                best += ok
+                if set(g["variants"][1:]) <= sloppy:
+                    groups_s += 1
+                    best_s += ok
+                if not ok:
+                    not_best.append(f"{g['id']}:{by_id[keeper]['variant']}")
         out["restatements_merged"] = (merged, possible)
         out["best_keeper"] = (best, groups_merged)
+        out["best_keeper_sloppy"] = (best_s, groups_s)
+        out["not_best"] = not_best
         # undo: every row back as it was (version and updated_at included)
         t0 = time.perf_counter()
         if applied.get("tag"):
@@ -218,7 +229,8 @@ def main() -> None:
         ("outdated values promoted", lambda r: f"{len(r['outdated_promoted'])}/{n_change}"),
         ("restatements merged", lambda r: f"{r['restatements_merged'][0]}/{r['restatements_merged'][1]} "
                                           f"({r['restatements_merged'][0] / r['restatements_merged'][1]:.0%})"),
-        ("best-written keeper", lambda r: f"{r['best_keeper'][0]}/{r['best_keeper'][1]}"),
+        ("best-written keeper, all groups", lambda r: f"{r['best_keeper'][0]}/{r['best_keeper'][1]}"),
+        ("  of case/typo/fragment/hedge", lambda r: f"{r['best_keeper_sloppy'][0]}/{r['best_keeper_sloppy'][1]}"),
         ("conflicts listed, before apply", lambda r: f"{r['conflicts_before']}/{len(conflict_pairs(data))}"),
         ("conflicts listed, after apply", lambda r: f"{r['conflicts_after']}/{len(conflict_pairs(data))}"),
         ("restatements shown as conflicts", lambda r: str(r["restatement_conflicts"])),
@@ -233,7 +245,7 @@ def main() -> None:
     if args.verbose:
         for n in names:
             print(f"\n{n}: names lost {results[n]['names_lost_list']}; outdated promoted "
-                  f"{results[n]['outdated_promoted']}")
+                  f"{results[n]['outdated_promoted']}; another keeper than the labelled best {results[n]['not_best']}")
 
 
 if __name__ == "__main__":

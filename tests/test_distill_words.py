@@ -105,3 +105,17 @@ def test_restatements_are_not_listed_as_conflicts(real_service: MemoryService) -
     plan = DistillService(svc).plan()
     assert plan.conflicts == []
     assert {frozenset([s.keep, *s.merge]) for s in plan.merge} == {frozenset((a, b)), frozenset((c, d))}
+
+
+def test_distill_merges_the_same_fact_written_in_english_and_in_chinese(real_service: MemoryService) -> None:
+    svc = real_service
+    en = svc.remember("Feature flags are managed in LaunchDarkly.", agent="codex").memory_id
+    zh = svc.remember("功能开关在 LaunchDarkly 里管理。", agent="openclaw").memory_id
+    other = svc.remember("图片服务的限流是每秒 500 个请求。", agent="openclaw").memory_id
+    svc.remember("The gateway rate limit is 500 requests per second.", agent="codex")
+    plan = DistillService(svc).plan()
+    # similarity alone (cosine ≈ 0.85 with e5) never proposed this pair; the two look-alikes stay apart
+    assert [(s.keep, s.merge) for s in plan.merge] == [(en, [zh])]
+    DistillService(svc).apply()
+    assert svc.get(zh).superseded_by == en and svc.get(other).status == "active"
+    assert en in texts_found(svc, "功能开关")  # the Chinese words find the kept English memory by keyword

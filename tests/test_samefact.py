@@ -161,6 +161,34 @@ def test_a_count_that_is_not_the_list_a_plural_name_and_swapped_roles_stay_apart
     assert not merge_verdict(a, b).same and not merge_verdict(b, a).same, (a, b)
 
 
+@pytest.mark.parametrize("en,zh", [
+    ("The gateway rate limit is 500 requests per second.", "网关的限流是每秒 500 个请求。"),
+    ("Backups of the ledger database run every night at 02:00 UTC.", "账本数据库的备份每天晚上 02:00 UTC 执行。"),
+    ("Feature flags are managed in LaunchDarkly.", "功能开关在 LaunchDarkly 里管理。"),
+    ("The staging database is reset every Monday.", "staging 数据库每周一重置。"),
+    ("Refunds are processed through Stripe within 5 business days.", "退款通过 Stripe 在 5 个工作日内处理。"),
+    ("The mobile app is built with React Native 0.74.", "行動應用是用 React Native 0.74 開發的。"),
+])
+def test_the_same_fact_in_english_and_chinese_is_the_same_fact(en: str, zh: str) -> None:
+    # issue 28: no cross-language pair was merged (the word rules cannot compare them)
+    assert same_fact(en, zh).same and same_fact(zh, en).same and merge_verdict(en, zh).same
+
+
+@pytest.mark.parametrize("en,zh", [
+    ("The gateway rate limit is 500 requests per second.", "图片服务的限流是每秒 500 个请求。"),  # another service
+    ("The gateway timeout is 30 seconds.", "网关超时是 30 分钟。"),  # another unit
+    ("Refunds take 5 days.", "退款需要 5 小时。"),
+    ("The staging database is reset every Monday.", "staging 数据库每周五重置。"),  # another day
+    ("Dark mode is enabled by default in the web app.", "网页应用默认禁用深色模式。"),  # the opposite
+    ("Guest checkout is allowed in the web shop.", "网店不允许访客结账。"),
+    ("Refunds are processed through Stripe within 5 business days.", "退款通过 PayPal 在 5 个工作日内处理。"),
+    ("Backups of the ledger database run every night at 02:00 UTC.", "账本数据库的备份每天晚上 03:00 UTC 执行。"),
+    ("The notifier sends emails through Amazon SES.", "通知服务通过 Amazon SES 发送短信和邮件。"),  # says more
+])
+def test_an_english_and_a_chinese_memory_that_differ_stay_apart(en: str, zh: str) -> None:
+    assert not same_fact(en, zh).same and not merge_verdict(zh, en).same, (en, zh)
+
+
 def test_explain_says_it_in_plain_words() -> None:
     assert explain(*REPORTED[2]).startswith("would not merge: a conflict: they state different values")
     assert "30 seconds" in explain(*REPORTED[2])

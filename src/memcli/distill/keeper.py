@@ -74,15 +74,16 @@ def _capitals(w: str) -> int:
 def writing_rank(m: "Memory", group: Sequence["Memory"], spelling: Spelling) -> tuple[float, ...]:
     """How well ``m`` is written among ``group`` (higher is better; see the module's docstring)."""
     mine = _WORD.findall(m.content)
-    others = {w for o in group if o.id != m.id for w in _WORD.findall(o.content)}
+    # every other member's words, and whether each opens its text (a capital there says nothing of a name)
+    others = {(w, pos == 0) for o in group if o.id != m.id for pos, w in enumerate(_WORD.findall(o.content))}
     slips = case = 0
     for pos, w in enumerate(mine):
         low = w.casefold()
-        for o in others:
+        for o, first in others:
             lo = o.casefold()
             if lo == low:
                 # another member writes this word with more capitals: a name lower-cased (not the first word)
-                if pos and _capitals(o) > _capitals(w):
+                if pos and _capitals(o) > _capitals(w) and not (first and _capitals(o) == 1 and o[:1].isupper()):
                     case += 1
                     break
             elif _slip(low, lo) and spelling.slip(low, lo):

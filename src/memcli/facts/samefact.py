@@ -417,7 +417,28 @@ def _raw(f: Facts, word: str) -> str:
 
 def compare(keeper: str, member: str) -> Verdict:
     """Does ``keeper`` state everything ``member`` states, with nothing that tells them apart? (Asymmetric:
-    merging ``member`` into ``keeper`` must lose nothing.)"""
+    merging ``member`` into ``keeper`` must lose nothing.) A pair in English and Chinese that the word rules
+    cannot compare (and do not veto) is read by :mod:`memcli.facts.crosslang`."""
+    verdict = _compare(keeper, member)
+    if verdict.relation != RELATED or not (_CJK_RUN.search(keeper) or _CJK_RUN.search(member)):
+        return verdict
+    from memcli.facts.crosslang import same_across_languages, scripts_differ
+
+    if scripts_differ(keeper, member):
+        en, zh = (keeper, member) if not _is_cjk(keeper) else (member, keeper)
+        same, why = same_across_languages(en, zh)
+        if same:
+            return Verdict(SAME, why)
+    return verdict
+
+
+def _is_cjk(text: str) -> bool:
+    from memcli.textnorm import script_of
+
+    return script_of(text) == "cjk"
+
+
+def _compare(keeper: str, member: str) -> Verdict:
     a, b = read(keeper), read(member)
     value_diffs: list[tuple[str, str]] = []
     reasons: list[str] = []
