@@ -37,7 +37,8 @@ PROJECTS = ("lumen-api", "lumen-web", "lumen-ops")
 PRODUCTS = ("PostgreSQL", "Grafana", "Terraform", "Sentry", "Kubernetes", "Redis", "Kafka", "ClickHouse",
             "Elasticsearch", "Vault", "ArgoCD", "Prometheus", "Node.js", "Amazon SES", "LaunchDarkly", "Loki",
             "promtail", "RabbitMQ", "Datadog", "pnpm", "GitHub Actions", "React Native", "Slack", "Helm",
-            "Python", "Go", "Lumen", "Priya Natarajan", "Marco Rossi", "OAuth2", "S3", "Stripe", "Playwright")
+            "Python", "Go", "Lumen", "Priya Natarajan", "Marco Rossi", "OAuth2", "S3", "Stripe", "Playwright",
+            "PagerDuty", "Cloudflare", "RS256", "JWTs")
 
 # (agent, day 0-27, text, variant); the first "clean" member is the best-written one
 Member = tuple[str, int, str, str]
@@ -142,6 +143,27 @@ RESTATEMENTS: list[tuple[str, str, list[Member]]] = [
                      "eg_list")]),
     ("r45", "api", [("O", 4, "账单服务部署在两个可用区。", "clean"),
                     ("X", 15, "账单服务部署在 2 个可用区。", "count")]),
+    # harder: how agents restate a fact in their own words, or in the other language
+    ("r46", "api", [("C", 6, "Use `ruff` for linting; black is no longer used.", "clean"),
+                    ("X", 18, "We lint with `ruff` now and dropped black.", "paraphrase")]),
+    ("r47", "api", [("X", 7, "The auth service signs JWTs with RS256.", "clean"),
+                    ("O", 19, "JWTs issued by the auth service are signed using RS256.", "paraphrase")]),
+    ("r48", "api", [("O", 3, "Run `make migrate` before starting the API locally.", "clean"),
+                    ("C", 16, "Before you start the API locally, run `make migrate`.", "paraphrase")]),
+    ("r49", "ops", [("C", 9, "Start the local dependencies with `docker compose up` when developing.", "clean"),
+                    ("O", 21, "本地开发时用 `docker compose up` 启动依赖。", "zh")]),
+    ("r50", "ops", [("X", 10, "The cron job `cleanup-sessions` runs every 10 minutes.", "clean"),
+                    ("C", 23, "Every 10 minutes the `cleanup-sessions` cron job runs.", "paraphrase")]),
+    ("r51", "web", [("O", 11, "Keep pull requests under 400 lines.", "clean"),
+                    ("X", 24, "Pull requests should stay below 400 lines.", "paraphrase")]),
+    ("r52", "api", [("C", 12, "All timestamps in the API are in UTC.", "clean"),
+                    ("O", 25, "The API returns every timestamp in UTC.", "paraphrase")]),
+    ("r53", "api", [("X", 13, "The order service database is PostgreSQL 15.", "clean"),
+                    ("O", 26, "订单服务的数据库是 PostgreSQL 15。", "zh")]),
+    ("r54", "ops", [("O", 14, "告警通过 PagerDuty 通知值班工程师。", "clean"),
+                    ("C", 27, "Alerts page the on-call engineer through PagerDuty.", "zh")]),
+    ("r55", "web", [("C", 15, "The web shop's CDN is Cloudflare.", "clean"),
+                    ("X", 20, "We serve the web shop through the Cloudflare CDN.", "paraphrase")]),
 ]
 
 # same attribute, another subject: each line is a fact of its own (paired with a restatement or each other)

@@ -5,20 +5,24 @@ Steps, in order (:meth:`Distiller.plan` computes them all and changes nothing):
 1. **archive** active memories whose TTL has passed (``status = archived``; the row stays, undo brings it back);
 2. **merge** memories that state the same fact. Similarity proposes: within one namespace, pairs whose
    *calibrated* similarity (the embedder's raw cosine mapped as ``check_duplicate`` maps it) is ≥
-   ``threshold`` are candidates. The same-fact test decides (:mod:`memcli.facts.samefact`): a candidate merges into
-   a *keeper* (highest importance, then a deliberate memory before a captured turn, then the most recent) only
-   when the keeper states everything it states and nothing tells them apart — no other value, unit, version,
-   identifier, negation, opposite word, environment, day… An LLM, when configured, may confirm a candidate the
-   rules are unsure of, never one they vetoed. The keeper keeps its content (extractive; or an LLM
-   condensation, :mod:`memcli.distill.condense`, when asked), gets the union of the tags, the highest importance and
-   ``merged_from``; the others become ``superseded`` (``superseded_by`` = the keeper), never deleted. Clusters
-   are *stars* around their keeper, so no chain of small steps merges two different facts, and a second run
-   plans nothing. Memories with a caller ``key`` are never merged away.
+   ``threshold`` are candidates (and an English and a Chinese memory naming the same thing,
+   :mod:`memcli.distill.conflicts`). The same-fact test decides (:mod:`memcli.facts.samefact`): a candidate
+   merges into the centre of its star (highest importance, then a deliberate memory before a captured turn,
+   then the most recent) only when the centre states everything it states and nothing tells them apart — no
+   other value, unit, version, identifier, negation, opposite word, environment, day… An LLM, when configured,
+   may confirm a candidate the rules are unsure of, never one they vetoed. The best-written member keeps its
+   content (:mod:`memcli.distill.keeper`; or an LLM condensation, :mod:`memcli.distill.condense`, when asked)
+   and the others' words it lacks in its keyword index, gets the union of the tags, the highest importance
+   and ``merged_from``; the others become ``superseded`` (``superseded_by`` = the keeper), never deleted.
+   Clusters are *stars*, so no chain of small steps merges two different facts, and a second run plans
+   nothing. Memories with a caller ``key`` are never merged away.
 3. **conflicts**: candidates about the same subject with different values (enabled / disabled, port 8080 /
-   8081 of one service) are listed in the plan, newest first, with their authors — never merged or resolved;
+   8081 of one service) are listed in the plan, newest first, with their authors — never merged or resolved,
+   and listed again by later runs until settled; the older side is ``outdated``;
 4. **promote** to ``global`` the facts that two or more agents hold (a merged cluster spanning ≥ 2
    ``agent:*`` scopes, or one with a global member) and the agent memories marked important (importance ≥
-   ``promote_importance``, default :data:`PROMOTE_IMPORTANCE`);
+   ``promote_importance``, default :data:`PROMOTE_IMPORTANCE`) — never an outdated memory, nor a group
+   holding one;
 5. **compact** the table after applying.
 
 :meth:`Distiller.apply` first tags the table's version and records what it will change
@@ -38,10 +42,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memcli.distill.conflicts import (
+    CONFLICT_OVERLAP,
+    CONFLICT_THRESHOLD,
+    across_languages,
+    known_conflicts,
+    note_conflict,
+    save_conflicts,
+    word_set,
+)
 from memcli.distill.keeper import Spelling, keeper_search_text
 from memcli.distill.keeper import aliases as _aliases
 from memcli.distill.keeper import pick_keeper as _pick_keeper
-from memcli.distill.runs import CONFLICTS, WATERMARK, DistillRuns
+from memcli.distill.runs import WATERMARK, DistillRuns
 from memcli.errors import StoreError, ValidationError, VersionConflictError
 from memcli.memory.audit import AuditEvent, clip
 from memcli.memory.reader import quote
@@ -57,10 +70,6 @@ if TYPE_CHECKING:
     from memcli.memory.store import MemoryStore
 
 MERGE_THRESHOLD = 0.80  # candidates only: memcli.facts.samefact decides (bench/distill_pairs.py)
-# a contradiction is less similar than a restatement (enabled / disabled: calibrated 0.63–0.76 with e5): pairs
-# from here are read for conflicts only, and only when they share most of their words (bench/home.py)
-CONFLICT_THRESHOLD = 0.55
-CONFLICT_OVERLAP = 0.35
 PROMOTE_IMPORTANCE = 0.8
 WATERMARK_MARGIN_MS = 10 * 60_000
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
@@ -219,7 +228,7 @@ class Distiller:
                                               since)
             plan.merge += steps
             plan.conflicts += conflicts
-        self._known_conflicts(plan, archived)
+        known_conflicts(self.store, plan, archived)
         plan.conflicts.sort(key=lambda c: -c["created_at"])
         for c in plan.conflicts:  # the older side of a contradiction is outdated until someone settles it
             plan.outdated.setdefault(c["ids"][1], c["ids"][0])
@@ -283,7 +292,7 @@ class Distiller:
         def overlap(i: int, c: int) -> float:
             for k in (i, c):
                 if k not in words:
-                    words[k] = _words(mems[k].content)
+                    words[k] = word_set(mems[k].content)
             union = len(words[i] | words[c])
             return len(words[i] & words[c]) / union if union else 0.0
         # best first; among equals the oldest id (exact copies keep the id others may have noted). A keeper's
@@ -307,7 +316,7 @@ class Distiller:
                         near.setdefault(c, {})[i] = sim
                     elif sim >= cthr and (min(i, c), max(i, c)) not in close and overlap(i, c) >= CONFLICT_OVERLAP:
                         close[(min(i, c), max(i, c))] = sim
-        for i, c, raw in _across_languages(mems, vecs, set(fresh)):  # similarity cannot propose these
+        for i, c, raw in across_languages(mems, vecs, set(fresh)):  # similarity cannot propose these
             sim = float(np.interp(raw, xs, ys, left=0.0, right=1.0))
             near.setdefault(i, {})[c] = sim
             near.setdefault(c, {})[i] = sim
@@ -318,7 +327,7 @@ class Distiller:
         for (i, c), sim in pairs + list(close.items()):  # whoever keeps what: every contradiction is listed
             verdict = merge_verdict(mems[i].content, mems[c].content)
             if verdict.relation == CONFLICT:
-                self._conflict(conflicts, mems[i], mems[c], verdict, sim)
+                note_conflict(conflicts, mems[i], mems[c], verdict, sim)
 
         def same(x: Memory, y: Memory) -> bool:
             return merge_verdict(x.content, y.content).same and compare(y.content, x.content).same
@@ -357,64 +366,6 @@ class Distiller:
             step.why = why
             steps.append(step)
         return steps, sorted(conflicts.values(), key=lambda c: -c["created_at"])
-
-    def _known_conflicts(self, plan: DistillPlan, archived: set[str]) -> None:
-        """The contradictions earlier runs listed stay listed until they are settled: while both memories (or
-        the memories they were merged into) are active and still contradict each other. (An incremental run
-        compares only pairs with a memory changed since the last run: without this they would vanish.)"""
-        from memcli.facts.samefact import CONFLICT, merge_verdict
-
-        try:
-            known = json.loads(self.store.read_meta().get(CONFLICTS) or "[]")
-        except (ValueError, TypeError, OSError, RuntimeError):
-            return
-        if not isinstance(known, list):
-            return
-        into = {x: m.id for m in plan.memories.values() for x in m.merged_from}
-        into.update({i: step.keep for step in plan.merge for i in step.merge})
-        found = {frozenset(c["ids"]) for c in plan.conflicts}
-        extra: dict[tuple[str, str], dict[str, Any]] = {}
-        for item in known:
-            if not (isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item[:2])):
-                continue
-            a, b = into.get(item[0], item[0]), into.get(item[1], item[1])
-            ma, mb = plan.memories.get(a), plan.memories.get(b)
-            if ma is None or mb is None or a == b or {a, b} & archived or frozenset((a, b)) in found \
-                    or ma.namespace != mb.namespace:
-                continue
-            verdict = merge_verdict(ma.content, mb.content)
-            if verdict.relation == CONFLICT:
-                self._conflict(extra, ma, mb, verdict, float(item[2]) if isinstance(item[2], (int, float)) else 0.0)
-        plan.conflicts += list(extra.values())
-
-    def _save_conflicts(self, plan: DistillPlan) -> None:
-        """Keep the plan's contradictions (ids mapped to the memories they merge into) for the next runs."""
-        into = {i: step.keep for step in plan.merge for i in step.merge}
-        pairs = [[into.get(c["ids"][0], c["ids"][0]), into.get(c["ids"][1], c["ids"][1]), c["similarity"]]
-                 for c in plan.conflicts]
-        if self.options.namespace:  # a run of one namespace keeps what the others listed (checked when read)
-            try:
-                old = json.loads(self.store.read_meta().get(CONFLICTS) or "[]")
-            except (ValueError, TypeError):
-                old = []
-            pairs = [p for p in old if isinstance(p, list)] + pairs
-        unique = {(str(p[0]), str(p[1])): p for p in pairs if len(p) == 3 and p[0] != p[1]}
-        try:
-            self.store.write_meta({CONFLICTS: json.dumps(list(unique.values()))})
-        except (OSError, RuntimeError, ValueError):
-            pass  # the next full run finds them again
-
-    @staticmethod
-    def _conflict(found: dict[tuple[str, str], dict[str, Any]], a: Memory, b: Memory, verdict: Any,
-                  sim: float) -> None:
-        """Note a contradiction between two memories (newest first, with who wrote each)."""
-        new, old = (a, b) if (a.created_at, a.id) >= (b.created_at, b.id) else (b, a)
-        key = (new.id, old.id)
-        if key not in found:
-            found[key] = {"ids": [new.id, old.id], "namespace": new.namespace, "reason": verdict.reason,
-                          "differences": [list(d) if new is a else [d[1], d[0]] for d in verdict.differences],
-                          "authors": [_author(new), _author(old)], "similarity": round(sim, 4),
-                          "created_at": new.created_at}
 
     def _merge_step(self, keep: Memory, others: list[Memory], similarity: float) -> MergeStep:
         tags = list(keep.tags)
@@ -615,7 +566,7 @@ class Distiller:
         return int(at) if isinstance(at, int) else None
 
     def _set_watermark(self, plan: DistillPlan) -> None:
-        self._save_conflicts(plan)
+        save_conflicts(self.store, plan, bool(self.options.namespace))
         if self.options.namespace:
             return
         # a margin for other processes' clocks and for writes the plan's snapshot did not see yet
@@ -625,66 +576,11 @@ class Distiller:
         except (OSError, RuntimeError, ValueError):
             pass  # the next run compares everything: slower, not wrong
 
-CROSS_MIN_COSINE = 0.82  # raw: a translation scores 0.85–0.89 with e5, unrelated pairs of two languages ≈ 0.75
-_ANCHOR_MAX = 50  # a name more memories hold than this anchors nothing
-
-
-def _across_languages(mems: list[Memory], vecs: Any, fresh: set[int]) -> list[tuple[int, int, float]]:
-    """Pairs of an English and a Chinese memory that name the same thing (a Latin name, identifier or number
-    in the Chinese text is in the English one) with a cosine a translation reaches: candidates for
-    :mod:`memcli.facts.crosslang`, which the embedder's similarity alone would never propose."""
-    import re
-
-    from memcli.textnorm import script_of
-
-    cjk = [i for i, m in enumerate(mems) if script_of(m.content) == "cjk"]
-    if not cjk:
-        return []
-    token = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-/]*")
-    stop = {"the", "a", "an", "is", "to", "of", "in", "and", "or", "on", "for"}
-    holders: dict[str, list[int]] = {}
-    for i, m in enumerate(mems):
-        if i not in cjk:
-            for t in {t.casefold().rstrip(".:") for t in token.findall(m.content)} - stop:
-                holders.setdefault(t, []).append(i)
-    out: list[tuple[int, int, float]] = []
-    seen: set[tuple[int, int]] = set()
-    for i in cjk:
-        for t in {t.casefold().rstrip(".:") for t in token.findall(mems[i].content)} - stop:
-            group = holders.get(t, [])
-            if len(group) > _ANCHOR_MAX:
-                continue
-            for c in group:
-                if (i, c) in seen or (i not in fresh and c not in fresh):
-                    continue
-                seen.add((i, c))
-                raw = float(vecs[i] @ vecs[c])
-                if raw >= CROSS_MIN_COSINE:
-                    out.append((i, c, raw))
-    return out
-
-
 def _hold_outdated(plan: DistillPlan) -> set[str]:
     """The memories not to promote: outdated ones, and the keepers of groups with an outdated member."""
     held = set(plan.outdated)
     held |= {step.keep for step in plan.merge if any(i in plan.outdated for i in [step.keep, *step.merge])}
     return held
-
-
-def _words(text: str) -> frozenset[str]:
-    """A text's words (casefolded) and Chinese character pairs: a quick test of two texts' overlap."""
-    import re
-
-    low = text.casefold()
-    out = set(re.findall(r"[a-z0-9][a-z0-9_.\-/]*", low))
-    for run in re.findall(r"[\u3400-\u9fff]+", low):
-        out.update(run[k:k + 2] for k in range(max(1, len(run) - 1)))
-    return frozenset(out)
-
-
-def _author(m: Memory) -> str:
-    """Who wrote a memory, as the plan shows it: its agent scope, else the face that wrote it."""
-    return m.scope if m.scope.startswith("agent:") else m.source
 
 
 def _keeper_rank(m: Memory) -> tuple[float, int, int]:

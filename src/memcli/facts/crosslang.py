@@ -20,6 +20,7 @@ Standard library only.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from memcli.facts.words import (
     CJK_HEDGES,
@@ -59,6 +60,7 @@ coupon 优惠券|shipping 发货 配送|delivery 配送|stock 库存|warehouse �
 outage 故障 宕机|on-call 值班|duty 值班|handoff 交接|meeting 会议|document 文档|doc 文档|docs 文档
 translation 翻译|language 语言|font 字体|theme 主题|dark 深色 暗色 暗黑|mode 模式|light 浅色|frontend 前端
 backend 后端|batch 批处理 批量|nightly 每晚|reset 重置|sync 同步|async 异步|lock 锁|limiter 限流器
+develop 开发|engineer 工程师|developer 开发者 开发人员|page 页 页面 通知 呼叫|notify 通知|call 调用 呼叫
 """
 GLOSSARY: dict[str, tuple[str, ...]] = {}
 for _entry in _GLOSSARY_TEXT.replace("\n", "|").split("|"):
@@ -85,12 +87,9 @@ def _forms(word: str) -> list[str]:
     return out
 
 
-def same_across_languages(english: str, chinese: str) -> tuple[bool, str]:
-    """``(same, why)`` for an English text and a Chinese one (see the module's docstring)."""
-    from memcli.facts.samefact import _simplified, read
-
-    a, b = read(english), read(chinese)
-    zh = _simplified(chinese)[0]
+def same_across_languages(english: str, chinese: str, a: Any, b: Any, zh: str) -> tuple[bool, str]:
+    """``(same, why)`` for an English text and a Chinese one (see the module's docstring): ``a`` and ``b`` are
+    what :func:`memcli.facts.samefact.read` reads from each, ``zh`` the Chinese text in simplified script."""
     units = {m.group(1): UNITS.get(m.group(2), m.group(2)) for m in _ZH_UNIT.finditer(zh)}
     va = set(a.specifics)
     en_units = {UNITS[w.casefold()] for w in _LATIN_WORD.findall(english) if w.casefold() in UNITS}

@@ -426,7 +426,7 @@ def compare(keeper: str, member: str) -> Verdict:
 
     if scripts_differ(keeper, member):
         en, zh = (keeper, member) if not _is_cjk(keeper) else (member, keeper)
-        same, why = same_across_languages(en, zh)
+        same, why = same_across_languages(en, zh, read(en), read(zh), _simplified(zh)[0])
         if same:
             return Verdict(SAME, why)
     return verdict

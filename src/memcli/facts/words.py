@@ -123,7 +123,7 @@ _CANON = {"enabled": "enable", "disabled": "disable", "allowed": "allow", "forbi
           "sept": "september", "oct": "october", "nov": "november", "dec": "december", "nightly": "night",
           "annually": "yearly", "annual": "yearly", "fortnightly": "biweekly", "seconds": "second",
           "minutes": "minute", "hours": "hour", "days": "day", "weeks": "week", "months": "month", "years": "year", "owns": "owner", "owned": "owner",
-          "maintains": "maintainer", "reviews": "reviewer", "approves": "approver", "master": "primary",
+          "every": "all", "maintains": "maintainer", "reviews": "reviewer", "approves": "approver", "master": "primary",
           "leader": "primary", "slave": "replica", "follower": "replica", "mandatory": "required"}
 POLES: dict[str, tuple[str, str]] = {}
 for _kind, _words in _KINDS.items():
