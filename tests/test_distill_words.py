@@ -4,9 +4,13 @@ settled; an outdated value is never promoted. The bundled e5 embedder: similarit
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+from pathlib import Path
 
 import pytest
+from _memcli_server import start_server
 from test_cli_commands import run
 
 from memcli.distill.distiller import DistillOptions
@@ -119,3 +123,34 @@ def test_distill_merges_the_same_fact_written_in_english_and_in_chinese(real_ser
     DistillService(svc).apply()
     assert svc.get(zh).superseded_by == en and svc.get(other).status == "active"
     assert en in texts_found(svc, "功能开关")  # the Chinese words find the kept English memory by keyword
+
+
+def test_the_web_panels_plan_still_lists_conflicts_after_an_apply(tmp_path: Path) -> None:
+    """The web view's distill panel reads GET /api/distill/plan: a real server, applied through REST."""
+    memcli = Path(sys.executable).parent / "memcli"
+    if not memcli.exists():
+        pytest.skip("memcli is not installed in this environment")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
+    env.update(MEMCLI_EMBEDDER="local", HOME=str(tmp_path / "user-home"), MEMCLI_AUTOSTART="0")
+    srv = start_server(str(memcli), env, tmp_path / "home")
+    try:
+        with srv.client(timeout=120) as api:
+            def post(content: str, agent: str) -> str:
+                r = api.post("/api/memories", json={"content": content, "agent": agent})
+                assert r.status_code == 201, r.text
+                return r.json()["memory_id"]
+
+            allowed = post("Force-pushing to main is allowed.", "openclaw")
+            time.sleep(0.01)
+            forbidden = post("Force-pushing to main is not allowed.", "claude-code")
+            post("Image builds are pushed to the registry ghcr.io/lumen/api.", "codex")
+            post("image builds are pushed to the registry ghcr.io/lumen/api", "openclaw")
+            before = api.get("/api/distill/plan").json()
+            assert [c["ids"] for c in before["plan"]["conflicts"]] == [[forbidden, allowed]]
+            assert before["plan"]["outdated"] == {allowed: forbidden}
+            assert api.post("/api/distill/apply").json()["counts"]["merge"] == 1
+            after = api.get("/api/distill/plan").json()
+            assert after["counts"]["merge"] == 0 and [c["ids"] for c in after["plan"]["conflicts"]] == [[forbidden, allowed]]
+            assert after["plan"]["memories"][allowed]["content"] == "Force-pushing to main is allowed."
+    finally:
+        srv.stop()
