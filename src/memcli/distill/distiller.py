@@ -273,6 +273,7 @@ class Distiller:
             RELATED,
             Verdict,
             compare,
+            may_conflict,
             merge_verdict,
         )
 
@@ -324,8 +325,11 @@ class Distiller:
         steps: list[MergeStep] = []
         conflicts: dict[tuple[str, str], dict[str, Any]] = {}
         pairs = [((i, c), sim) for i, cs in near.items() for c, sim in cs.items() if i < c]
+        verdicts: dict[tuple[int, int], Verdict] = {}
         for (i, c), sim in pairs + list(close.items()):  # whoever keeps what: every contradiction is listed
-            verdict = merge_verdict(mems[i].content, mems[c].content)
+            if not may_conflict(mems[i].content, mems[c].content):
+                continue
+            verdict = verdicts[(i, c)] = merge_verdict(mems[i].content, mems[c].content)
             if verdict.relation == CONFLICT:
                 note_conflict(conflicts, mems[i], mems[c], verdict, sim)
 
@@ -340,7 +344,7 @@ class Distiller:
             for c, sim in sorted(near.get(i, {}).items(), key=lambda cs: rank_of[cs[0]]):
                 if taken[c] or mems[c].key is not None:
                     continue
-                verdict = merge_verdict(mems[i].content, mems[c].content)
+                verdict = verdicts.get((i, c)) or merge_verdict(mems[i].content, mems[c].content)
                 if verdict.same and not compare(mems[c].content, mems[i].content).same:
                     # each must state what the other does (a keeper that says more would lose nothing, but a
                     # one-way relation makes the clusters depend on the order: a second run would merge more)

@@ -486,6 +486,8 @@ def _compare(keeper: str, member: str) -> Verdict:
         s_missing = [w for w in missing if w not in skip_w and not set(w) & skip_c]
         s_extra = [w for w in extra if w not in skip_w and not set(w) & skip_c]
         subject_same = total == 0 or (shared / total >= 0.5 and not (s_missing and s_extra))
+        if len(a.specifics) >= 2 and len(b.specifics) >= 2 and not a.specifics & b.specifics:
+            subject_same = False  # every value different (file, line, name): another event, not a change
         word_diffs = [(" ".join(a.shown.get(w, w) for w in extra[:4]), " ".join(b.shown.get(w, w) for w in missing[:4]))]
         diffs = tuple(value_diffs + ([] if subject_same or not (missing or extra) else word_diffs))
         return Verdict(CONFLICT if subject_same else RELATED, "; ".join(reasons), diffs, sure=True)
@@ -560,6 +562,24 @@ def _elaboration(keeper: Facts, member: Facts, extra: list[str], size: int) -> b
         if kind and kind[0] not in member.poles and kind[1] not in ("all", "every"):  # "every X" generalises
             return False
     return True
+
+
+def may_conflict(a: str, b: str) -> bool:
+    """A quick bound for a store's many close pairs: False when :func:`compare` certainly finds no conflict
+    (no value, negation, kind of word or name tells them apart, or they are not about the same subject)."""
+    fa, fb = read(a), read(b)
+    if not (fa.specifics != fb.specifics or fa.negations % 2 != fb.negations % 2
+            or any(fa.poles[k] != fb.poles[k] for k in fa.poles.keys() & fb.poles.keys())
+            or (sorted(fa.order) == sorted(fb.order) and (fa.order != fb.order or fa.passive != fb.passive))
+            or any(("-" in w or "_" in w) for w in fa.plain ^ fb.plain)):
+        return False  # (two parts exchanged, the roles reversed in the other voice, a kebab name replaced)
+    skip_w, skip_c = fa.pole_words | fb.pole_words, fa.pole_chars | fb.pole_chars
+    sa, sb = fa.words - skip_w, fb.words - skip_w
+    ga, gb = min(((x, y) for x in fa.grams for y in fb.grams), key=lambda p: len(p[0] ^ p[1]),
+                 default=(frozenset(), frozenset()))
+    ga, gb = (frozenset(x for x in g if not set(x) & skip_c) for g in (ga, gb))
+    total = len(sa | sb) + len(ga | gb)
+    return total == 0 or (len(sa & sb) + len(ga & gb)) / total >= 0.5
 
 
 def merge_verdict(keeper: str, member: str) -> Verdict:
