@@ -76,6 +76,9 @@ _COUNTED_LIST = re.compile(r"(?<![\w.])(\d+|" + "|".join(EN_NUMBERS) + r")(?:\s*
 _LIST_SPLIT = re.compile(r"\s*(?:,|、|，|\band\b|\bor\b|和|及|与|或)\s*")
 _CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
                "九": 9}
+# the speaker labels of a captured turn ("User: ...\nAssistant: ..."): they say who spoke, not a fact
+_SENTENCES = re.compile(r"[.?!。？！\n]\s*\S")  # a text of more than one sentence (or a question and its answer)
+_TURN_LABEL = re.compile(r"(?im)^\s*(?:user|assistant|human|ai|system)\s*:\s*")
 _LEAD_HEDGE = re.compile(r"^\s*(?:(?:fyi|til|heads up|note|nb|reminder|for the record|as discussed|just so you know|"
                          r"i think|i believe|as far as i know|afaik|important|update|decision|convention|gotcha|"
                          r"tip|psa)\b[\s:,\-—]*)+", re.IGNORECASE)
@@ -181,7 +184,7 @@ def _number(value: str, unit: str) -> str:
 def read(text: str) -> Facts:
     """The facts the rules compare, read from one memory's text."""
     norm = unicodedata.normalize("NFKC", text.translate(_FULLWIDTH_PUNCT))
-    norm = _LEAD_HEDGE.sub("", norm)
+    norm = _LEAD_HEDGE.sub("", _TURN_LABEL.sub(" ", norm))
     t2s, tw = _simplified(norm)
     specifics: set[str] = set()
     words: set[str] = set()
@@ -287,6 +290,15 @@ def read(text: str) -> Facts:
                  poles={k: frozenset(v) for k, v in poles.items()}, negations=negations,
                  negators=tuple(negators), shown=shown, pole_words=frozenset(pole_words),
                  pole_chars=frozenset(pole_chars), counts=frozenset(counts), passive=bool(_PASSIVE.search(latin)))
+
+
+def _kind_of(value: str) -> str:
+    """What kind of value a specific is: a number (with its unit), a URL, a path, or another identifier."""
+    if re.fullmatch(r"[~≈#]?[\d零〇一二两三四五六七八九十百千万][\d.,:]*[a-z%]*", value):
+        return "number"
+    if "://" in value:
+        return "url"
+    return "path" if "/" in value or "\\" in value else "name"
 
 
 def _cjk_number(text: str) -> str:
@@ -451,22 +463,29 @@ def _compare(keeper: str, member: str) -> Verdict:
         value_diffs.append((", ".join(a.shown.get(x, x) for x in only_a), ", ".join(b.shown.get(x, x) for x in only_b)))
         reasons.append("they state different values" if only_a and only_b else
                        "one states a value the other does not")
+    # a contradiction: each side a value the other lacks (not one saying more), a negation, roles swapped
+    contradiction = bool(only_a and only_b)
     if a.negations % 2 != b.negations % 2:
+        contradiction = True
         value_diffs.append((" ".join(a.negators) or "(no negation)", " ".join(b.negators) or "(no negation)"))
         reasons.append("one says the opposite of the other (a negation on one side only)")
     swap = None if value_diffs else _swapped(a.order, b.order)
     if swap and a.passive != b.passive:
         swap = None  # "Priya owns the notifier" / "the notifier is owned by Priya": one fact in two voices
-    elif not swap and not value_diffs and a.passive != b.passive and sorted(a.order) == sorted(b.order):
+    elif not swap and not value_diffs and a.passive != b.passive and sorted(a.order) == sorted(b.order) \
+            and not _SENTENCES.search(keeper.strip()) and not _SENTENCES.search(member.strip()):
         # "Alice reviews Bob's PRs" / "Alice's PRs are reviewed by Bob": the same words in one voice and the
         # other, but the doer not moved around the verb: the roles the other way round
+        contradiction = True
         value_diffs.append(("(active)", "(passive)") if b.passive else ("(passive)", "(active)"))
         reasons.append("one says it the other way round (who does it to whom)")
     if swap:
+        contradiction = True
         value_diffs.append((f"{swap[0]} … {swap[1]}", f"{swap[1]} … {swap[0]}"))
         reasons.append("the same words in exchanged places")
     for kind in sorted(set(a.poles) & set(b.poles)):
         if a.poles[kind] != b.poles[kind]:
+            contradiction = contradiction or bool(a.poles[kind] - b.poles[kind] and b.poles[kind] - a.poles[kind])
             value_diffs.append((", ".join(sorted(a.poles[kind] - b.poles[kind])) or "—",
                                 ", ".join(sorted(b.poles[kind] - a.poles[kind])) or "—"))
             reasons.append(f"they differ in {kind.replace('_', ' ')}")
@@ -488,9 +507,12 @@ def _compare(keeper: str, member: str) -> Verdict:
         subject_same = total == 0 or (shared / total >= 0.5 and not (s_missing and s_extra))
         if len(a.specifics) >= 2 and len(b.specifics) >= 2 and not a.specifics & b.specifics:
             subject_same = False  # every value different (file, line, name): another event, not a change
+        if only_a and only_b and not {_kind_of(x) for x in only_a} & {_kind_of(x) for x in only_b}:
+            subject_same = False  # a port against a path: another attribute, not another value of one
         word_diffs = [(" ".join(a.shown.get(w, w) for w in extra[:4]), " ".join(b.shown.get(w, w) for w in missing[:4]))]
         diffs = tuple(value_diffs + ([] if subject_same or not (missing or extra) else word_diffs))
-        return Verdict(CONFLICT if subject_same else RELATED, "; ".join(reasons), diffs, sure=True)
+        # one saying more (a value, a word of a kind) than the other is another fact, not a contradiction
+        return Verdict(CONFLICT if subject_same and contradiction else RELATED, "; ".join(reasons), diffs, sure=True)
     if extra and not missing and _elaboration(a, b, extra, len(b_words) + len(gb)):
         return Verdict(SAME, "the same fact: the first says it at more length (nothing of the second is missing, "
                              "and the first adds no name or value of its own)")

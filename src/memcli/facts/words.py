@@ -103,8 +103,8 @@ _KINDS: dict[str, str] = {
     "time_unit": "second seconds minute minutes hour hours day days week weeks month months year years",
     "timezone": "utc gmt pst pdt est edt cet cest jst ist",
     "semver": "major minor patch",
-    "people_role": "owner owns owned maintainer maintains reviewer reviews approver approves author assignee "
-                   "lead",
+    "people_role": "owner owns owned maintainer maintains maintain maintained reviewer reviews approver approves "
+                   "author assignee lead",
 }
 _CANON = {"enabled": "enable", "disabled": "disable", "allowed": "allow", "forbidden": "forbid",
           "denied": "deny", "blocked": "block", "added": "add", "removed": "remove", "deleted": "delete",
@@ -123,7 +123,8 @@ _CANON = {"enabled": "enable", "disabled": "disable", "allowed": "allow", "forbi
           "sept": "september", "oct": "october", "nov": "november", "dec": "december", "nightly": "night",
           "annually": "yearly", "annual": "yearly", "fortnightly": "biweekly", "seconds": "second",
           "minutes": "minute", "hours": "hour", "days": "day", "weeks": "week", "months": "month", "years": "year", "owns": "owner", "owned": "owner",
-          "every": "all", "maintains": "maintainer", "reviews": "reviewer", "approves": "approver", "master": "primary",
+          "every": "all", "maintains": "maintainer", "maintain": "maintainer",
+          "maintained": "maintainer", "reviews": "reviewer", "approves": "approver", "master": "primary",
           "leader": "primary", "slave": "replica", "follower": "replica", "mandatory": "required"}
 POLES: dict[str, tuple[str, str]] = {}
 for _kind, _words in _KINDS.items():
