@@ -36,9 +36,9 @@ from memcli.models import short_id
 from memcli.setup.schedule import MARKER, apply_schedule
 
 BIN = Path(sys.executable).parent
-FACT = ["The billing service uses PostgreSQL 16 for JSONB support.",
+FACT = ["the billing service uses postgresql 16, for jsonb support",
         "The billing service uses PostgreSQL 16 for JSONB support!",
-        "the billing service uses postgresql 16, for jsonb support"]
+        "The billing service uses PostgreSQL 16 for JSONB support."]  # the last: the best-written (kept)
 IMPORTANT = "Releases are cut from the main branch every Tuesday"
 OTHER = "Always answer in British English"
 
@@ -86,6 +86,8 @@ def check_applied(svc: MemoryService, ids: dict[str, str]) -> None:
 def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None:
     ids = seed(service)
     before, version = state(service), service.store.table.version
+    stamps = {r["id"]: (r["version"], r["updated_at"]) for r in service.store.read_rows(None, ["id", "version",
+                                                                                          "updated_at"])}
     plan = DistillService(service).plan()
     data = plan.to_dict()
     assert data["counts"] == {"scanned": 6, "archive": 1, "merge": 1, "supersede": 2, "promote": 2, "conflict": 0}
@@ -130,7 +132,10 @@ def test_plan_apply_history_idempotence_and_undo(service: MemoryService) -> None
     assert undone["kept"] == [] and undone["gone"] == []
     assert {c["memory_id"] for c in undone["changes"]} == {ids["a"], ids["b"], ids["c"], ids["important"], ids["expired"]}
     assert facts(service) == {k: v[1:] for k, v in before.items()}
-    assert state(service)[ids["a"]][0] == before[ids["a"]][0] + 2  # undone as a new version, never rewound
+    # issue 28: nothing was written since the run, so every row is back exactly: version and updated_at too
+    assert state(service) == before
+    rows = {r["id"]: r for r in service.store.read_rows(None, ["id", "version", "updated_at"])}
+    assert {i: (r["version"], r["updated_at"]) for i, r in rows.items()} == stamps
     assert DistillService(service).tags() == []  # an undone run cannot be undone twice
     assert service.history(ids["a"])[-1].action == "restore"
     with pytest.raises(NotFoundError, match="no distill tag"):

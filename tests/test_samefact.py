@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memcli.facts.samefact import CONFLICT, RELATED, compare, explain, same_fact
+from memcli.facts.samefact import CONFLICT, RELATED, compare, explain, merge_verdict, same_fact
 from memcli.memory.service import MemoryService
 
 # The six pairs a new user saw merged and promoted (issue 16), then one of each class.
@@ -104,6 +104,89 @@ def test_a_contradiction_is_a_conflict_and_another_subject_is_related() -> None:
     assert same_fact(*REPORTED[3]).relation == RELATED  # billing / payments: two facts, no contradiction
     d = same_fact(*REPORTED[2]).differences
     assert any("30 seconds" in " ".join(p) and "30 minutes" in " ".join(p) for p in d)
+
+
+POLARITY = [
+    ("Two-factor login is enabled for the admin panel.", "Two-factor login is disabled for the admin panel."),
+    ("Guest reviews are allowed on product pages.", "Guest reviews are forbidden on product pages."),
+    ("Force-pushing to main is allowed.", "Force-pushing to main is not allowed."),
+    ("管理后台启用了双因素登录。", "管理后台禁用了双因素登录。"),
+    ("生产环境允许直接改数据库。", "生产环境禁止直接改数据库。"),
+    ("商品页允许匿名评论。", "商品页不允许匿名评论。"),
+    ("測試環境開啟了除錯日誌。", "測試環境關閉了除錯日誌。"),
+    ("The release train leaves every Tuesday.", "The release train leaves every Thursday."),
+    ("Terraform state is stored in the S3 bucket lumen-tf-state.",
+     "Terraform state is stored in the S3 bucket lumen-tfstate-prod."),
+]
+
+
+@pytest.mark.parametrize("a,b", POLARITY)
+def test_polarity_pairs_are_conflicts_in_english_and_chinese(a: str, b: str) -> None:
+    # issue 28: these were "related" (the words that carry the value counted as another subject)
+    for x, y in ((a, b), (b, a)):
+        v = same_fact(x, y)
+        assert v.relation == CONFLICT, (x, y, v)
+
+
+RESTATED = [
+    ("The gateway accepts two ways to authenticate: OAuth2 and API keys.",
+     "The gateway accepts ways to authenticate, e.g. OAuth2 and API keys."),
+    ("The checkout page supports three payment methods: cards, PayPal and bank transfer.",
+     "The checkout page supports payment methods, e.g. cards, PayPal and bank transfer."),
+    ("The API is deployed to three regions: us-east-1, eu-west-1 and ap-southeast-1.",
+     "The API is deployed to 3 regions: us-east-1, eu-west-1 and ap-southeast-1."),
+    ("账单服务部署在两个可用区。", "账单服务部署在 2 个可用区。"),
+    ("The scheduler uses RabbitMQ for its job queue.", "The scheduler uses RabitMQ for its job queue."),
+    ("Priya Natarajan owns the notifier service.", "The notifier service is owned by Priya Natarajan."),
+]
+
+
+@pytest.mark.parametrize("a,b", RESTATED)
+def test_an_example_list_a_count_said_two_ways_a_typo_in_a_name_and_a_passive_are_restatements(a: str, b: str) -> None:
+    # issue 28: reported as conflicts before (e.g. / two; 两 / 2; RabbitMQ / RabitMQ; exchanged places)
+    for x, y in ((a, b), (b, a)):
+        assert merge_verdict(x, y).same, (x, y, merge_verdict(x, y))
+
+
+@pytest.mark.parametrize("a,b", [
+    ("The API is deployed to three regions: us-east-1, eu-west-1 and ap-southeast-1.",
+     "The API is deployed to 4 regions: us-east-1, eu-west-1 and ap-southeast-1."),
+    ("The gateway accepts two ways to authenticate: OAuth2 and API keys.",
+     "The gateway accepts three ways to authenticate: OAuth2 and API keys."),
+    ("账单服务部署在两个可用区。", "账单服务部署在 3 个可用区。"),
+    ("The ledger uses UserService for lookups.", "The ledger uses UsersService for lookups."),
+    ("Alice reviews Bob's pull requests.", "Alice's pull requests are reviewed by Bob."),
+])
+def test_a_count_that_is_not_the_list_a_plural_name_and_swapped_roles_stay_apart(a: str, b: str) -> None:
+    assert not merge_verdict(a, b).same and not merge_verdict(b, a).same, (a, b)
+
+
+@pytest.mark.parametrize("en,zh", [
+    ("The gateway rate limit is 500 requests per second.", "网关的限流是每秒 500 个请求。"),
+    ("Backups of the ledger database run every night at 02:00 UTC.", "账本数据库的备份每天晚上 02:00 UTC 执行。"),
+    ("Feature flags are managed in LaunchDarkly.", "功能开关在 LaunchDarkly 里管理。"),
+    ("The staging database is reset every Monday.", "staging 数据库每周一重置。"),
+    ("Refunds are processed through Stripe within 5 business days.", "退款通过 Stripe 在 5 个工作日内处理。"),
+    ("The mobile app is built with React Native 0.74.", "行動應用是用 React Native 0.74 開發的。"),
+])
+def test_the_same_fact_in_english_and_chinese_is_the_same_fact(en: str, zh: str) -> None:
+    # issue 28: no cross-language pair was merged (the word rules cannot compare them)
+    assert same_fact(en, zh).same and same_fact(zh, en).same and merge_verdict(en, zh).same
+
+
+@pytest.mark.parametrize("en,zh", [
+    ("The gateway rate limit is 500 requests per second.", "图片服务的限流是每秒 500 个请求。"),  # another service
+    ("The gateway timeout is 30 seconds.", "网关超时是 30 分钟。"),  # another unit
+    ("Refunds take 5 days.", "退款需要 5 小时。"),
+    ("The staging database is reset every Monday.", "staging 数据库每周五重置。"),  # another day
+    ("Dark mode is enabled by default in the web app.", "网页应用默认禁用深色模式。"),  # the opposite
+    ("Guest checkout is allowed in the web shop.", "网店不允许访客结账。"),
+    ("Refunds are processed through Stripe within 5 business days.", "退款通过 PayPal 在 5 个工作日内处理。"),
+    ("Backups of the ledger database run every night at 02:00 UTC.", "账本数据库的备份每天晚上 03:00 UTC 执行。"),
+    ("The notifier sends emails through Amazon SES.", "通知服务通过 Amazon SES 发送短信和邮件。"),  # says more
+])
+def test_an_english_and_a_chinese_memory_that_differ_stay_apart(en: str, zh: str) -> None:
+    assert not same_fact(en, zh).same and not merge_verdict(zh, en).same, (en, zh)
 
 
 def test_explain_says_it_in_plain_words() -> None:

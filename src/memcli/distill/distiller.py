@@ -5,20 +5,24 @@ Steps, in order (:meth:`Distiller.plan` computes them all and changes nothing):
 1. **archive** active memories whose TTL has passed (``status = archived``; the row stays, undo brings it back);
 2. **merge** memories that state the same fact. Similarity proposes: within one namespace, pairs whose
    *calibrated* similarity (the embedder's raw cosine mapped as ``check_duplicate`` maps it) is ≥
-   ``threshold`` are candidates. The same-fact test decides (:mod:`memcli.facts.samefact`): a candidate merges into
-   a *keeper* (highest importance, then a deliberate memory before a captured turn, then the most recent) only
-   when the keeper states everything it states and nothing tells them apart — no other value, unit, version,
-   identifier, negation, opposite word, environment, day… An LLM, when configured, may confirm a candidate the
-   rules are unsure of, never one they vetoed. The keeper keeps its content (extractive; or an LLM
-   condensation, :mod:`memcli.distill.condense`, when asked), gets the union of the tags, the highest importance and
-   ``merged_from``; the others become ``superseded`` (``superseded_by`` = the keeper), never deleted. Clusters
-   are *stars* around their keeper, so no chain of small steps merges two different facts, and a second run
-   plans nothing. Memories with a caller ``key`` are never merged away.
+   ``threshold`` are candidates (and an English and a Chinese memory naming the same thing,
+   :mod:`memcli.distill.conflicts`). The same-fact test decides (:mod:`memcli.facts.samefact`): a candidate
+   merges into the centre of its star (highest importance, then a deliberate memory before a captured turn,
+   then the most recent) only when the centre states everything it states and nothing tells them apart — no
+   other value, unit, version, identifier, negation, opposite word, environment, day… An LLM, when configured,
+   may confirm a candidate the rules are unsure of, never one they vetoed. The best-written member keeps its
+   content (:mod:`memcli.distill.keeper`; or an LLM condensation, :mod:`memcli.distill.condense`, when asked)
+   and the others' words it lacks in its keyword index, gets the union of the tags, the highest importance
+   and ``merged_from``; the others become ``superseded`` (``superseded_by`` = the keeper), never deleted.
+   Clusters are *stars*, so no chain of small steps merges two different facts, and a second run plans
+   nothing. Memories with a caller ``key`` are never merged away.
 3. **conflicts**: candidates about the same subject with different values (enabled / disabled, port 8080 /
-   8081 of one service) are listed in the plan, newest first, with their authors — never merged or resolved;
+   8081 of one service) are listed in the plan, newest first, with their authors — never merged or resolved,
+   and listed again by later runs until settled; the older side is ``outdated``;
 4. **promote** to ``global`` the facts that two or more agents hold (a merged cluster spanning ≥ 2
    ``agent:*`` scopes, or one with a global member) and the agent memories marked important (importance ≥
-   ``promote_importance``, default :data:`PROMOTE_IMPORTANCE`);
+   ``promote_importance``, default :data:`PROMOTE_IMPORTANCE`) — never an outdated memory, nor a group
+   holding one;
 5. **compact** the table after applying.
 
 :meth:`Distiller.apply` first tags the table's version and records what it will change
@@ -38,6 +42,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memcli.distill.conflicts import (
+    CONFLICT_OVERLAP,
+    CONFLICT_THRESHOLD,
+    across_languages,
+    known_conflicts,
+    note_conflict,
+    save_conflicts,
+    word_set,
+)
+from memcli.distill.keeper import Spelling, keeper_search_text
+from memcli.distill.keeper import aliases as _aliases
+from memcli.distill.keeper import pick_keeper as _pick_keeper
 from memcli.distill.runs import WATERMARK, DistillRuns
 from memcli.errors import StoreError, ValidationError, VersionConflictError
 from memcli.memory.audit import AuditEvent, clip
@@ -127,6 +143,7 @@ class DistillPlan:
     promote: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # why each promoted id is promoted
     conflicts: list[dict[str, Any]] = field(default_factory=list)  # same subject, other value: shown, not merged
+    outdated: dict[str, str] = field(default_factory=dict)  # id → the later memory stating another value
     memories: dict[str, Memory] = field(default_factory=dict)  # as read by the plan (versions checked at apply)
     scanned: int = 0
     read_at: int = 0
@@ -150,7 +167,8 @@ class DistillPlan:
                  for i in sorted(ids) if i in self.memories}
         return {"plan": {"archive": list(self.archive), "merge": [m.to_dict() for m in self.merge],
                          "promote": list(self.promote), "reasons": dict(self.reasons),
-                         "conflicts": [dict(c) for c in self.conflicts], "compact": not self.empty,
+                         "conflicts": [dict(c) for c in self.conflicts], "outdated": dict(self.outdated),
+                         "compact": not self.empty,
                          "memories": brief},
                 "counts": self.counts()}
 
@@ -166,6 +184,7 @@ class Distiller:
         self.options.check()
         self._llm: Any = None  # the Condenser of this run (one token budget for confirming and condensing)
         self.runs = DistillRuns(store)
+        self._spelling = Spelling(())  # how the namespace being clustered spells its words
 
     def llm(self) -> Any:
         """The LLM of this run (memcli.distill.condense.Condenser), when one is configured; else None."""
@@ -184,13 +203,17 @@ class Distiller:
         where = ACTIVE_FILTER
         if self.options.namespace:
             where += f" AND namespace = {quote(self.options.namespace)}"
+        names = set(self.store.table.schema.names)
+        extra = [c for c in ("outdated_by",) if c in names]  # set on write when the store records it
         try:
-            table = self.store.reader.snapshot().to_table(columns=_READ + ["vector"], filter=where)
+            table = self.store.reader.snapshot().to_table(columns=_READ + extra + ["vector"], filter=where)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)
-        mems = [row_to_memory(r) for r in table.drop_columns(["vector"]).to_pylist()]
+        raw = table.drop_columns(["vector"]).to_pylist()
+        mems = [row_to_memory(r) for r in raw]
         plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems), read_at=now)
+        plan.outdated = {r["id"]: r["outdated_by"] for r in raw if r.get("outdated_by")}
         since = self._watermark()
         plan.archive = [m.id for m in mems if m.expires_at is not None and m.expires_at <= now]
         archived = set(plan.archive)
@@ -200,22 +223,30 @@ class Distiller:
                 by_ns.setdefault(m.namespace, []).append(i)
         for ns in sorted(by_ns):
             idx = by_ns[ns]
+            self._spelling = Spelling(mems[i].content for i in idx)
             steps, conflicts = self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32),
                                               since)
             plan.merge += steps
             plan.conflicts += conflicts
+        known_conflicts(self.store, plan, archived)
+        plan.conflicts.sort(key=lambda c: -c["created_at"])
+        for c in plan.conflicts:  # the older side of a contradiction is outdated until someone settles it
+            plan.outdated.setdefault(c["ids"][1], c["ids"][0])
         merged_away = {i for step in plan.merge for i in step.merge}
+        held = _hold_outdated(plan)
         new_scope = {step.keep: step.scope for step in plan.merge}
         new_importance = {step.keep: step.importance for step in plan.merge}
         for step in plan.merge:
             keeper = plan.memories[step.keep]
+            if step.keep in held:
+                step.scope = keeper.scope  # an outdated value is never promoted: a later memory changed it
             if step.scope != keeper.scope:
                 agents = {plan.memories[i].scope for i in [step.keep, *step.merge]} - {"global"}
                 plan.promote.append(step.keep)
                 plan.reasons[step.keep] = (f"held by {len(agents)} agents" if len(agents) >= 2
                                            else "merged with a global memory")
         for m in mems:
-            if m.id in archived or m.id in merged_away or m.id in plan.reasons:
+            if m.id in archived or m.id in merged_away or m.id in plan.reasons or m.id in held:
                 continue
             scope = new_scope.get(m.id, m.scope)
             if scope.startswith("agent:") and new_importance.get(m.id, m.importance) >= self.options.promote_importance:
@@ -242,6 +273,7 @@ class Distiller:
             RELATED,
             Verdict,
             compare,
+            may_conflict,
             merge_verdict,
         )
 
@@ -254,6 +286,16 @@ class Distiller:
         thr = float(self.options.threshold)
         # the raw cosine from which a pair can reach the threshold (the calibration is monotone)
         cut = float(np.interp(thr, ys, xs)) - 1e-6 if ys[0] < thr <= ys[-1] else (-1.0 if thr <= ys[0] else 2.0)
+        cthr = min(thr, CONFLICT_THRESHOLD)
+        ccut = float(np.interp(cthr, ys, xs)) - 1e-6 if ys[0] < cthr <= ys[-1] else cut
+        words: dict[int, frozenset[str]] = {}
+
+        def overlap(i: int, c: int) -> float:
+            for k in (i, c):
+                if k not in words:
+                    words[k] = word_set(mems[k].content)
+            union = len(words[i] | words[c])
+            return len(words[i] & words[c]) / union if union else 0.0
         # best first; among equals the oldest id (exact copies keep the id others may have noted). A keeper's
         # rank does not change by merging (its members rank lower), so the next run sees the same order.
         order = sorted(sorted(range(n), key=lambda i: mems[i].id), key=lambda i: _keeper_rank(mems[i]), reverse=True)
@@ -261,10 +303,11 @@ class Distiller:
         rank_of[order] = np.arange(n)
         fresh = [i for i in range(n) if since is None or mems[i].updated_at >= since]
         near: dict[int, dict[int, float]] = {}
+        close: dict[tuple[int, int], float] = {}  # read for conflicts only
         for start in range(0, len(fresh), _BLOCK):
             block = fresh[start:start + _BLOCK]
             sims = vecs[block] @ vecs.T
-            rows, cols = np.nonzero(sims >= cut)
+            rows, cols = np.nonzero(sims >= min(cut, ccut))
             for r, c in zip(rows.tolist(), cols.tolist()):
                 i = block[r]
                 if i != c:
@@ -272,9 +315,27 @@ class Distiller:
                     if sim >= thr:
                         near.setdefault(i, {})[c] = sim
                         near.setdefault(c, {})[i] = sim
+                    elif sim >= cthr and (min(i, c), max(i, c)) not in close and overlap(i, c) >= CONFLICT_OVERLAP:
+                        close[(min(i, c), max(i, c))] = sim
+        for i, c, raw in across_languages(mems, vecs, set(fresh)):  # similarity cannot propose these
+            sim = float(np.interp(raw, xs, ys, left=0.0, right=1.0))
+            near.setdefault(i, {})[c] = sim
+            near.setdefault(c, {})[i] = sim
         taken = [False] * n
         steps: list[MergeStep] = []
         conflicts: dict[tuple[str, str], dict[str, Any]] = {}
+        pairs = [((i, c), sim) for i, cs in near.items() for c, sim in cs.items() if i < c]
+        verdicts: dict[tuple[int, int], Verdict] = {}
+        for (i, c), sim in pairs + list(close.items()):  # whoever keeps what: every contradiction is listed
+            if not may_conflict(mems[i].content, mems[c].content):
+                continue
+            verdict = verdicts[(i, c)] = merge_verdict(mems[i].content, mems[c].content)
+            if verdict.relation == CONFLICT:
+                note_conflict(conflicts, mems[i], mems[c], verdict, sim)
+
+        def same(x: Memory, y: Memory) -> bool:
+            return merge_verdict(x.content, y.content).same and compare(y.content, x.content).same
+
         for i in order:
             if taken[i]:
                 continue
@@ -283,9 +344,7 @@ class Distiller:
             for c, sim in sorted(near.get(i, {}).items(), key=lambda cs: rank_of[cs[0]]):
                 if taken[c] or mems[c].key is not None:
                     continue
-                verdict = merge_verdict(mems[i].content, mems[c].content)
-                if verdict.relation == CONFLICT:
-                    self._conflict(conflicts, mems[i], mems[c], verdict, sim)
+                verdict = verdicts.get((i, c)) or merge_verdict(mems[i].content, mems[c].content)
                 if verdict.same and not compare(mems[c].content, mems[i].content).same:
                     # each must state what the other does (a keeper that says more would lose nothing, but a
                     # one-way relation makes the clusters depend on the order: a second run would merge more)
@@ -302,22 +361,15 @@ class Distiller:
             taken[i] = True
             for c, _ in members:
                 taken[c] = True
-            step = self._merge_step(mems[i], [mems[c] for c, _ in members], min(s for _, s in members))
+            group = [mems[c] for c, _ in members]
+            keep = _pick_keeper(mems[i], group, same, self._spelling)  # the best-written member keeps its words
+            if keep is not mems[i]:
+                why[mems[i].id] = why.pop(keep.id)
+                group = [mems[i], *[m for m in group if m is not keep]]
+            step = self._merge_step(keep, group, min(s for _, s in members))
             step.why = why
             steps.append(step)
         return steps, sorted(conflicts.values(), key=lambda c: -c["created_at"])
-
-    @staticmethod
-    def _conflict(found: dict[tuple[str, str], dict[str, Any]], a: Memory, b: Memory, verdict: Any,
-                  sim: float) -> None:
-        """Note a contradiction between two memories (newest first, with who wrote each)."""
-        new, old = (a, b) if (a.created_at, a.id) >= (b.created_at, b.id) else (b, a)
-        key = (new.id, old.id)
-        if key not in found:
-            found[key] = {"ids": [new.id, old.id], "namespace": new.namespace, "reason": verdict.reason,
-                          "differences": [list(d) if new is a else [d[1], d[0]] for d in verdict.differences],
-                          "authors": [_author(new), _author(old)], "similarity": round(sim, 4),
-                          "created_at": new.created_at}
 
     def _merge_step(self, keep: Memory, others: list[Memory], similarity: float) -> MergeStep:
         tags = list(keep.tags)
@@ -459,6 +511,7 @@ class Distiller:
                                           self.store.table.schema.names)}
         new_content = {mid: v["content"] for mid, v in values.items() if "content" in v}
         vecs = self._embed(new_content, full)
+        steps = {step.keep: step for step in plan.merge}
         rows = []
         for mid, v in values.items():
             row = full.get(mid)
@@ -474,6 +527,13 @@ class Distiller:
                 row["content_hash"] = content_hash(new_content[mid])
                 row["search_text"] = row_search_text(new_content[mid], json.loads(row["context"] or "[]"))
                 row.update(vecs[mid])
+            if mid in steps:
+                # the merged members' words the kept text lacks stay findable by keyword: the keeper's index
+                # gets them (a misspelt name, another language's words, an earlier merge's aliases)
+                others = [plan.memories[o].content for o in steps[mid].merge] + [
+                    full[o].get("search_text") or "" for o in steps[mid].merge if plan.memories[o].merged_from]
+                base = row.get("search_text") or row_search_text(row["content"], json.loads(row["context"] or "[]"))
+                row["search_text"] = keeper_search_text(base, _aliases(base, others))
             row["status"] = row.get("status") or ACTIVE
             row["version"] = int(row["version"]) + 1
             row["updated_at"] = now
@@ -510,6 +570,7 @@ class Distiller:
         return int(at) if isinstance(at, int) else None
 
     def _set_watermark(self, plan: DistillPlan) -> None:
+        save_conflicts(self.store, plan, bool(self.options.namespace))
         if self.options.namespace:
             return
         # a margin for other processes' clocks and for writes the plan's snapshot did not see yet
@@ -519,9 +580,11 @@ class Distiller:
         except (OSError, RuntimeError, ValueError):
             pass  # the next run compares everything: slower, not wrong
 
-def _author(m: Memory) -> str:
-    """Who wrote a memory, as the plan shows it: its agent scope, else the face that wrote it."""
-    return m.scope if m.scope.startswith("agent:") else m.source
+def _hold_outdated(plan: DistillPlan) -> set[str]:
+    """The memories not to promote: outdated ones, and the keepers of groups with an outdated member."""
+    held = set(plan.outdated)
+    held |= {step.keep for step in plan.merge if any(i in plan.outdated for i in [step.keep, *step.merge])}
+    return held
 
 
 def _keeper_rank(m: Memory) -> tuple[float, int, int]:

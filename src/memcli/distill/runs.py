@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 TAG_PREFIX = "distill-"
 KEEP_TAGS = 20  # older distill tags are deleted, so compaction can reclaim their versions' files
 RUN_PREFIX = "distill_run:"  # meta key of a run's record: the fields it changed, before and after
-UNDO_FIELDS = ("status", "superseded_by", "merged_from", "scope", "tags", "importance", "content")
+UNDO_FIELDS = ("status", "superseded_by", "merged_from", "scope", "tags", "importance", "content", "search_text")
 WATERMARK = "distill_watermark"  # meta key: {"at": ms, "threshold": t} of the last complete run
+CONFLICTS = "distill_conflicts"  # meta key: [[newer id, older id, similarity], ...] listed by the last runs
+_QUIET = {"search_text"}  # undone like the others, not shown (the keyword index of the content)
 
 
 class DistillRuns:
@@ -75,7 +77,8 @@ class DistillRuns:
         for row in rows:
             old = before[row["id"]]
             fields = [f for f in UNDO_FIELDS if _same_value(old.get(f), row.get(f)) is False]
-            changes[row["id"]] = {"version": int(row["version"]),
+            changes[row["id"]] = {"version": int(row["version"]), "updated_at": int(row["updated_at"]),
+                                  "version_before": int(old["version"]), "updated_at_before": int(old["updated_at"]),
                                   "before": {f: _plain(old.get(f)) for f in fields},
                                   "after": {f: _plain(row.get(f)) for f in fields}}
         try:
@@ -122,6 +125,9 @@ class DistillRuns:
         report: list[dict[str, Any]] = []
         kept: list[dict[str, Any]] = []
         need_old: list[str] = []
+        stamps = {ch.get("updated_at") for ch in changes.values()}
+        run_at = stamps.pop() if len(stamps) == 1 else None  # one time stamps every row a run wrote
+        exact = False
         for mid, ch in changes.items():
             cur = current.get(mid)
             if cur is None:
@@ -138,10 +144,17 @@ class DistillRuns:
             if back:
                 if "content" in back:
                     need_old.append(mid)
-                row["version"] = int(cur["version"]) + 1
-                row["updated_at"] = now
+                untouched = not later and run_at is not None and int(cur["version"]) == ch["version"] \
+                    and "version_before" in ch and int(cur["updated_at"]) == run_at
+                if untouched:  # nothing written since the run: the row goes back exactly as it was
+                    row["version"], row["updated_at"] = int(ch["version_before"]), int(ch["updated_at_before"])
+                    exact = True
+                else:  # written again since: the undo is one more change
+                    row["version"] = int(cur["version"]) + 1
+                    row["updated_at"] = now
                 rows.append(row)
-                report.append({"memory_id": mid, "namespace": cur["namespace"], "changes": back})
+                report.append({"memory_id": mid, "namespace": cur["namespace"], "version": int(row["version"]),
+                               "changes": {f: v for f, v in back.items() if f not in _QUIET}})
         gone = sorted(set(ids) - set(current))
         result = {"ok": True, "restored": tag, "changed": len(rows), "changes": report, "kept": kept, "gone": gone,
                   "dry_run": dry_run}
@@ -158,8 +171,13 @@ class DistillRuns:
             import pyarrow as pa
 
             data = pa.Table.from_pylist(rows, schema=self.store.table.schema)
+            # a row put back exactly is one version *below* the stored one, still stamped by the run (one time
+            # for all its rows); a row written since is one above
+            cond = "target.version = source.version - 1"
+            if exact:
+                cond = f"({cond}) OR (target.version = source.version + 1 AND target.updated_at = {int(run_at or 0)})"
             res = self.store.commit(lambda: self.store.table.merge_insert("id").when_matched_update_all(
-                where="target.version = source.version - 1").execute(data), "undoing the distill")
+                where=cond).execute(data), "undoing the distill")
             if int(res.num_updated_rows) != len(rows):
                 raise VersionConflictError("memories changed while the undo ran; some were put back, run "
                                            f"`memcli distill --undo {tag}` again to finish")
@@ -167,7 +185,7 @@ class DistillRuns:
             self.store.after_write()
             self.store.audit.record([
                 AuditEvent(memory_id=r["memory_id"], action="restore", actor="distill", namespace=r["namespace"],
-                           version=int(current[r["memory_id"]]["version"]) + 1, note=f"undo {tag}",
+                           version=r["version"], note=f"undo {tag}",
                            changes={f: [clip(v[0]), clip(v[1])] for f, v in r["changes"].items()})
                 for r in report])
         self.store.write_meta({WATERMARK: "null"})  # the next run compares everything again

@@ -66,6 +66,19 @@ _FULLWIDTH_PUNCT = str.maketrans({"：": ": ", "，": ", ", "。": ". ", "；": 
                                   "（": " (", "）": ") ", "「": " ", "」": " ", "『": " ", "』": " ", "“": " ",
                                   "”": " ", "‘": " ", "’": "'", "《": " ", "》": " ", "【": " ", "】": " "})
 # what agents put in front of a fact: "FYI:", "Heads up:", "As discussed,", "For the record," …
+# "e.g." / "i.e." / "etc." introduce or close an example list: not values (a dotted token otherwise)
+_ABBREV = re.compile(r"(?<![\w.])(?:e\.\s?g|i\.\s?e|etc|viz)\.?(?![\w])", re.IGNORECASE)
+# "<count> <up to 3 words>: x, y and z" (or 、/和/及 in Chinese): a count the list itself says again
+# "<is> <done> by <someone>": the passive voice, which names the doer after the verb
+_PASSIVE = re.compile(r"\b(?:is|are|was|were|be|been|being|gets|get|got)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|ne|lt|ht|ld|ung|ot)"
+                      r"\s+by\s+(?!default|hand|design|mistake|now|far|then|itself|themselves)", re.IGNORECASE)
+_COUNTED_LIST = re.compile(r"(?<![\w.])(\d+|" + "|".join(EN_NUMBERS) + r")(?:\s*个)?\s+(?:[^\W\d]+\s+){0,2}[^\W\d]+\s*[:：]\s*([^.;。；\n]+)")
+_LIST_SPLIT = re.compile(r"\s*(?:,|、|，|\band\b|\bor\b|和|及|与|或)\s*")
+_CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+               "九": 9}
+# the speaker labels of a captured turn ("User: ...\nAssistant: ..."): they say who spoke, not a fact
+_SENTENCES = re.compile(r"[.?!。？！\n]\s*\S")  # a text of more than one sentence (or a question and its answer)
+_TURN_LABEL = re.compile(r"(?im)^\s*(?:user|assistant|human|ai|system)\s*:\s*")
 _LEAD_HEDGE = re.compile(r"^\s*(?:(?:fyi|til|heads up|note|nb|reminder|for the record|as discussed|just so you know|"
                          r"i think|i believe|as far as i know|afaik|important|update|decision|convention|gotcha|"
                          r"tip|psa)\b[\s:,\-—]*)+", re.IGNORECASE)
@@ -106,6 +119,10 @@ class Facts:
     negations: int = 0
     negators: tuple[str, ...] = ()  # the negations as written
     shown: dict[str, str] = field(default_factory=dict)  # canonical form → a form as written (for messages)
+    pole_words: frozenset[str] = frozenset()  # words of a kind (enable, disable...): the values, not the subject
+    pole_chars: frozenset[str] = frozenset()  # characters of Chinese words of a kind and negations (启用, 不)
+    counts: frozenset[str] = frozenset()  # numbers that count the list right after them ("3 regions: a, b and c")
+    passive: bool = False  # "X is owned by Y" (the doer named after the verb)
 
 
 # ------------------------------------------------------------------------------------------ reading a text
@@ -167,7 +184,7 @@ def _number(value: str, unit: str) -> str:
 def read(text: str) -> Facts:
     """The facts the rules compare, read from one memory's text."""
     norm = unicodedata.normalize("NFKC", text.translate(_FULLWIDTH_PUNCT))
-    norm = _LEAD_HEDGE.sub("", norm)
+    norm = _LEAD_HEDGE.sub("", _TURN_LABEL.sub(" ", norm))
     t2s, tw = _simplified(norm)
     specifics: set[str] = set()
     words: set[str] = set()
@@ -175,7 +192,9 @@ def read(text: str) -> Facts:
     poles: dict[str, set[str]] = {}
     negations = 0
     negators: list[str] = []
-    latin = t2s
+    pole_chars: set[str] = set()
+    pole_words: set[str] = set()
+    latin = _ABBREV.sub(" ", t2s)
     for m in _URL.finditer(latin):
         url = m.group(0).rstrip(".,;:!?").casefold()
         specifics.add(url)
@@ -196,8 +215,10 @@ def read(text: str) -> Facts:
         for compound in CJK_NUM_COMPOUNDS:
             scrubbed = scrubbed.replace(compound, "〡" * len(compound))
         for m in _CJK_NUM.finditer(scrubbed):
-            specifics.add("#" + m.group(0).replace("两", "二"))
-            shown["#" + m.group(0).replace("两", "二")] = m.group(0)
+            key = _cjk_number(m.group(0))
+            specifics.add(key)
+            shown[key] = m.group(0)
+        scrubbed = _CJK_NUM.sub(" ", scrubbed)
         for word, canon in CJK_SYNONYMS.items():
             scrubbed = scrubbed.replace(word, canon)
         runs = _CJK_RUN.findall(re.sub(f"[{CJK_STOP_CHARS}〡]", " ", scrubbed))
@@ -212,10 +233,12 @@ def read(text: str) -> Facts:
             plain = plain.replace(compound, " ")
         cjk_neg = sum(plain.count(n) for n in CJK_NEGATORS)
         negators.extend(n for n in CJK_NEGATORS if n in plain)
+        pole_chars.update(n for n in CJK_NEGATORS if n in plain)
         for kind, members in CJK_POLES.items():
             for word, canon in members.items():
                 if word in plain or word in tw:
                     poles.setdefault(kind, set()).add(canon)
+                    pole_chars.update(word)
     negations += cjk_neg
     # Latin script: tokens, numbers with their units, negations, kinds, content words
     order = _order(t2s)
@@ -259,10 +282,43 @@ def read(text: str) -> Facts:
             canon = EN_SYNONYMS.get(tok) or EN_SYNONYMS.get(stem) or stem
             words.add(canon)
             shown.setdefault(canon, raw)
+            if kind:
+                pole_words.add(canon)
         i += 1
+    counts = {key for key in (_list_count(m) for m in _COUNTED_LIST.finditer(latin)) if key in specifics}
     return Facts(specifics=frozenset(specifics), words=frozenset(words), grams=tuple(grams), bridges=frozenset(bridges), plain=frozenset(low), order=order,
                  poles={k: frozenset(v) for k, v in poles.items()}, negations=negations,
-                 negators=tuple(negators), shown=shown)
+                 negators=tuple(negators), shown=shown, pole_words=frozenset(pole_words),
+                 pole_chars=frozenset(pole_chars), counts=frozenset(counts), passive=bool(_PASSIVE.search(latin)))
+
+
+def _kind_of(value: str) -> str:
+    """What kind of value a specific is: a number (with its unit), a URL, a path, or another identifier."""
+    if re.fullmatch(r"[~≈#]?[\d零〇一二两三四五六七八九十百千万][\d.,:]*[a-z%]*", value):
+        return "number"
+    if "://" in value:
+        return "url"
+    return "path" if "/" in value or "\\" in value else "name"
+
+
+def _cjk_number(text: str) -> str:
+    """A Chinese numeral as its digits when it is a plain one (两 → 2, 十五 → 15, 二十 → 20); else marked as
+    written (百, 千, 万 and longer forms are compared as they are)."""
+    t = text.replace("两", "二")
+    if len(t) == 1 and t in _CJK_DIGITS:
+        return str(_CJK_DIGITS[t])
+    m = re.fullmatch(r"([一二三四五六七八九])?十([一二三四五六七八九])?", t)
+    if m:
+        return str(_CJK_DIGITS.get(m.group(1) or "一", 1) * 10 + (_CJK_DIGITS[m.group(2)] if m.group(2) else 0))
+    return "#" + t
+
+
+def _list_count(m: "re.Match[str]") -> str:
+    """The count of "<count> <noun>: x, y and z" when it is the number of items listed, else ''."""
+    word = m.group(1).casefold()
+    n = EN_NUMBERS.get(word, word)
+    items = [x for x in _LIST_SPLIT.split(m.group(2).strip()) if x.strip()]
+    return n if n.isdigit() and int(n) == len(items) >= 2 else ""
 
 
 def _order(text: str) -> tuple[str, ...]:
@@ -277,7 +333,7 @@ def _order(text: str) -> tuple[str, ...]:
         else:
             low = tok.casefold().rstrip(".:-/")
             if low not in EN_STOP:
-                out.append(low if _specific(tok) else _stem(low))
+                out.append(low if _specific(tok.rstrip(".:-/")) else _stem(low))
     return tuple(out)
 
 
@@ -320,6 +376,31 @@ def _typo(a: str, b: str) -> bool:
     return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
+def _typos(f: Facts, mine: list[str], g: Facts, theirs: list[str]) -> list[str]:
+    """``mine`` without the names that are a typo of one of ``theirs``: a product name of 7+ letters with a
+    letter doubled or undoubled, or two neighbours swapped (RabbitMQ / RabitMQ), compared as written."""
+    out = []
+    for x in mine:
+        w = f.shown.get(x, x)
+        if not (len(w) >= 7 and w.isalpha() and w[:1].isupper() and any(_slip(w, g.shown.get(y, y)) for y in theirs)):
+            out.append(x)
+    return out
+
+
+def _slip(a: str, b: str) -> bool:
+    """One slip of the fingers between two names: a doubled letter lost or added, or neighbours swapped."""
+    if len(a) == len(b):
+        d = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(d) == 2 and d[1] == d[0] + 1 and a[d[0]] == b[d[1]] and a[d[1]] == b[d[0]]
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if len(long_) - len(short) != 1:
+        return False
+    for i in range(1, len(long_)):
+        if long_[i] == long_[i - 1] and long_[:i] + long_[i + 1:] == short:
+            return True
+    return False
+
+
 def _missing(member: Facts, keeper: Facts, mw: frozenset[str], kw: frozenset[str]) -> list[str]:
     """The member's words the keeper does not have (typos of the keeper's long words count as had)."""
     out = sorted(mw - kw)
@@ -348,26 +429,63 @@ def _raw(f: Facts, word: str) -> str:
 
 def compare(keeper: str, member: str) -> Verdict:
     """Does ``keeper`` state everything ``member`` states, with nothing that tells them apart? (Asymmetric:
-    merging ``member`` into ``keeper`` must lose nothing.)"""
+    merging ``member`` into ``keeper`` must lose nothing.) A pair in English and Chinese that the word rules
+    cannot compare (and do not veto) is read by :mod:`memcli.facts.crosslang`."""
+    verdict = _compare(keeper, member)
+    if verdict.relation != RELATED or not (_CJK_RUN.search(keeper) or _CJK_RUN.search(member)):
+        return verdict
+    from memcli.facts.crosslang import same_across_languages, scripts_differ
+
+    if scripts_differ(keeper, member):
+        en, zh = (keeper, member) if not _is_cjk(keeper) else (member, keeper)
+        same, why = same_across_languages(en, zh, read(en), read(zh), _simplified(zh)[0])
+        if same:
+            return Verdict(SAME, why)
+    return verdict
+
+
+def _is_cjk(text: str) -> bool:
+    from memcli.textnorm import script_of
+
+    return script_of(text) == "cjk"
+
+
+def _compare(keeper: str, member: str) -> Verdict:
     a, b = read(keeper), read(member)
     value_diffs: list[tuple[str, str]] = []
     reasons: list[str] = []
     # a word in one text may be a value in the other only by its case ("PostgreSQL" / "postgresql")
-    only_a = sorted(x for x in a.specifics - b.specifics if x not in b.plain)
-    only_b = sorted(x for x in b.specifics - a.specifics if x not in a.plain)
+    # a count the text's own list says again ("three regions: x, y and z") is not a value of its own
+    only_a = sorted(x for x in a.specifics - b.specifics if x not in b.plain and x not in a.counts)
+    only_b = sorted(x for x in b.specifics - a.specifics if x not in a.plain and x not in b.counts)
+    only_a, only_b = _typos(a, only_a, b, only_b), _typos(b, only_b, a, only_a)
     if only_a or only_b:
         value_diffs.append((", ".join(a.shown.get(x, x) for x in only_a), ", ".join(b.shown.get(x, x) for x in only_b)))
         reasons.append("they state different values" if only_a and only_b else
                        "one states a value the other does not")
+    # a contradiction: each side a value the other lacks (not one saying more), a negation, roles swapped
+    contradiction = bool(only_a and only_b)
     if a.negations % 2 != b.negations % 2:
+        contradiction = True
         value_diffs.append((" ".join(a.negators) or "(no negation)", " ".join(b.negators) or "(no negation)"))
         reasons.append("one says the opposite of the other (a negation on one side only)")
     swap = None if value_diffs else _swapped(a.order, b.order)
+    if swap and a.passive != b.passive:
+        swap = None  # "Priya owns the notifier" / "the notifier is owned by Priya": one fact in two voices
+    elif not swap and not value_diffs and a.passive != b.passive and sorted(a.order) == sorted(b.order) \
+            and not _SENTENCES.search(keeper.strip()) and not _SENTENCES.search(member.strip()):
+        # "Alice reviews Bob's PRs" / "Alice's PRs are reviewed by Bob": the same words in one voice and the
+        # other, but the doer not moved around the verb: the roles the other way round
+        contradiction = True
+        value_diffs.append(("(active)", "(passive)") if b.passive else ("(passive)", "(active)"))
+        reasons.append("one says it the other way round (who does it to whom)")
     if swap:
+        contradiction = True
         value_diffs.append((f"{swap[0]} … {swap[1]}", f"{swap[1]} … {swap[0]}"))
         reasons.append("the same words in exchanged places")
     for kind in sorted(set(a.poles) & set(b.poles)):
         if a.poles[kind] != b.poles[kind]:
+            contradiction = contradiction or bool(a.poles[kind] - b.poles[kind] and b.poles[kind] - a.poles[kind])
             value_diffs.append((", ".join(sorted(a.poles[kind] - b.poles[kind])) or "—",
                                 ", ".join(sorted(b.poles[kind] - a.poles[kind])) or "—"))
             reasons.append(f"they differ in {kind.replace('_', ' ')}")
@@ -377,13 +495,24 @@ def compare(keeper: str, member: str) -> Verdict:
     missing = [w for w in _missing(b, a, b_words, a_words) if w not in EN_GENERIC] + sorted(gb - ga - a.bridges)
     extra = [w for w in _missing(a, b, a_words, b_words) if w not in EN_GENERIC] + sorted(ga - gb - b.bridges)
     if value_diffs:
-        shared = len(a.words & b.words) + len(ga & gb)
-        total = len(a.words | b.words) + len(ga | gb)
-        # the same subject (most words shared) with another value is a contradiction; else another fact
-        subject_same = total == 0 or (shared / total >= 0.5 and not (missing and extra))
+        # the subject is what is left without the words that carry the values (enabled / disabled, 允许 /
+        # 不允许): the same subject with another value is a contradiction; else another fact
+        skip_w, skip_c = a.pole_words | b.pole_words, a.pole_chars | b.pole_chars
+        sa, sb = a.words - skip_w, b.words - skip_w
+        sga, sgb = (frozenset(x for x in g if not set(x) & skip_c) for g in (ga, gb))
+        shared = len(sa & sb) + len(sga & sgb)
+        total = len(sa | sb) + len(sga | sgb)
+        s_missing = [w for w in missing if w not in skip_w and not set(w) & skip_c]
+        s_extra = [w for w in extra if w not in skip_w and not set(w) & skip_c]
+        subject_same = total == 0 or (shared / total >= 0.5 and not (s_missing and s_extra))
+        if len(a.specifics) >= 2 and len(b.specifics) >= 2 and not a.specifics & b.specifics:
+            subject_same = False  # every value different (file, line, name): another event, not a change
+        if only_a and only_b and not {_kind_of(x) for x in only_a} & {_kind_of(x) for x in only_b}:
+            subject_same = False  # a port against a path: another attribute, not another value of one
         word_diffs = [(" ".join(a.shown.get(w, w) for w in extra[:4]), " ".join(b.shown.get(w, w) for w in missing[:4]))]
         diffs = tuple(value_diffs + ([] if subject_same or not (missing or extra) else word_diffs))
-        return Verdict(CONFLICT if subject_same else RELATED, "; ".join(reasons), diffs, sure=True)
+        # one saying more (a value, a word of a kind) than the other is another fact, not a contradiction
+        return Verdict(CONFLICT if subject_same and contradiction else RELATED, "; ".join(reasons), diffs, sure=True)
     if extra and not missing and _elaboration(a, b, extra, len(b_words) + len(gb)):
         return Verdict(SAME, "the same fact: the first says it at more length (nothing of the second is missing, "
                              "and the first adds no name or value of its own)")
@@ -392,6 +521,9 @@ def compare(keeper: str, member: str) -> Verdict:
         # the same sentence with one part said otherwise: about another thing (billing / payments, alice / bob,
         # the cache / the queue, 华东 / 华南) — a near miss, never the same fact
         pair = slot or (a.shown.get(extra[0], extra[0]), b.shown.get(missing[0], missing[0]))
+        if all(re.fullmatch(r"[a-z0-9]+(?:[-_][a-z0-9]+)+", x.casefold()) for x in pair):
+            # a kebab/snake name in place of another (bucket lumen-tf-state / lumen-tfstate-prod): a value
+            return Verdict(CONFLICT, "they state different values", (pair,), sure=True)
         return Verdict(RELATED, "the same words about a different thing", (pair,), sure=True)
     names_a, names_b = _names(a, extra), _names(b, missing)
     if names_a and names_b:
@@ -452,6 +584,24 @@ def _elaboration(keeper: Facts, member: Facts, extra: list[str], size: int) -> b
         if kind and kind[0] not in member.poles and kind[1] not in ("all", "every"):  # "every X" generalises
             return False
     return True
+
+
+def may_conflict(a: str, b: str) -> bool:
+    """A quick bound for a store's many close pairs: False when :func:`compare` certainly finds no conflict
+    (no value, negation, kind of word or name tells them apart, or they are not about the same subject)."""
+    fa, fb = read(a), read(b)
+    if not (fa.specifics != fb.specifics or fa.negations % 2 != fb.negations % 2
+            or any(fa.poles[k] != fb.poles[k] for k in fa.poles.keys() & fb.poles.keys())
+            or (sorted(fa.order) == sorted(fb.order) and (fa.order != fb.order or fa.passive != fb.passive))
+            or any(("-" in w or "_" in w) for w in fa.plain ^ fb.plain)):
+        return False  # (two parts exchanged, the roles reversed in the other voice, a kebab name replaced)
+    skip_w, skip_c = fa.pole_words | fb.pole_words, fa.pole_chars | fb.pole_chars
+    sa, sb = fa.words - skip_w, fb.words - skip_w
+    ga, gb = min(((x, y) for x in fa.grams for y in fb.grams), key=lambda p: len(p[0] ^ p[1]),
+                 default=(frozenset(), frozenset()))
+    ga, gb = (frozenset(x for x in g if not set(x) & skip_c) for g in (ga, gb))
+    total = len(sa | sb) + len(ga | gb)
+    return total == 0 or (len(sa & sb) + len(ga & gb)) / total >= 0.5
 
 
 def merge_verdict(keeper: str, member: str) -> Verdict:

@@ -103,8 +103,8 @@ _KINDS: dict[str, str] = {
     "time_unit": "second seconds minute minutes hour hours day days week weeks month months year years",
     "timezone": "utc gmt pst pdt est edt cet cest jst ist",
     "semver": "major minor patch",
-    "people_role": "owner owns owned maintainer maintains reviewer reviews approver approves author assignee "
-                   "lead",
+    "people_role": "owner owns owned maintainer maintains maintain maintained reviewer reviews approver approves "
+                   "author assignee lead",
 }
 _CANON = {"enabled": "enable", "disabled": "disable", "allowed": "allow", "forbidden": "forbid",
           "denied": "deny", "blocked": "block", "added": "add", "removed": "remove", "deleted": "delete",
@@ -123,7 +123,8 @@ _CANON = {"enabled": "enable", "disabled": "disable", "allowed": "allow", "forbi
           "sept": "september", "oct": "october", "nov": "november", "dec": "december", "nightly": "night",
           "annually": "yearly", "annual": "yearly", "fortnightly": "biweekly", "seconds": "second",
           "minutes": "minute", "hours": "hour", "days": "day", "weeks": "week", "months": "month", "years": "year", "owns": "owner", "owned": "owner",
-          "maintains": "maintainer", "reviews": "reviewer", "approves": "approver", "master": "primary",
+          "every": "all", "maintains": "maintainer", "maintain": "maintainer",
+          "maintained": "maintainer", "reviews": "reviewer", "approves": "approver", "master": "primary",
           "leader": "primary", "slave": "replica", "follower": "replica", "mandatory": "required"}
 POLES: dict[str, tuple[str, str]] = {}
 for _kind, _words in _KINDS.items():
@@ -188,7 +189,8 @@ CJK_HEDGES = ("我觉得", "我认为", "我想", "好像", "应该是", "大概
 # numerals inside words that are not numbers
 CJK_NUM_COMPOUNDS = ("一些", "一定", "统一", "一直", "唯一", "一起", "一样", "万一", "一般", "一旦", "一切", "之一",
                      "一下", "一致", "进一步", "同一", "一部分", "一律", "一并", "一边", "一体", "一键", "一次性",
-                     "不一", "十分", "一点", "一些", "一个", "一条", "一份", "一套", "一种")
+                     "不一", "十分", "一点", "一些", "一个", "一条", "一份", "一套", "一种",
+                     *(f"{p}{d}" for p in ("周", "星期", "礼拜") for d in "一二三四五六"))  # 周一: Monday
 # Chinese words of a kind (as for English, each names one value); canonical values are English
 CJK_POLES: dict[str, dict[str, str]] = {
     "polarity": {"启用": "enable", "开启": "enable", "打开": "enable", "开通": "enable", "禁用": "disable",
@@ -218,7 +220,9 @@ CJK_POLES: dict[str, dict[str, str]] = {
     "time_unit": {"每秒": "second", "每分钟": "minute", "秒钟": "second", "分钟": "minute", "小时": "hour"},
     "time_of_day": {"上午": "morning", "下午": "afternoon", "晚上": "evening", "凌晨": "night", "夜里": "night",
                     "中午": "noon", "半夜": "midnight"},
-    "weekday": {"工作日": "weekday", "周末": "weekend"},
+    "weekday": {"工作日": "weekday", "周末": "weekend", **{f"{p}{d}": day for p in ("周", "星期", "礼拜")
+                for d, day in zip("一二三四五六日天", ("monday", "tuesday", "wednesday", "thursday", "friday",
+                                                   "saturday", "sunday", "sunday"))}},
     "quantity": {"所有": "all", "全部": "all", "部分": "some", "只有": "only", "仅": "only", "只能": "only"},
     "people_role": {"负责人": "owner", "维护": "maintainer", "审核": "reviewer", "审批": "approver"},
 }

@@ -15,7 +15,9 @@ nothing changes::
               "reasons": {id: "held by 2 agents" | "importance ≥ 0.8" | ...},
               "conflicts": [{"ids": [newer, older], "authors": ["agent:x", "cli"], "reason": "...",
                              "differences": [["30 minutes", "30 seconds"]], "namespace", "similarity",
-                             "created_at"}, ...],    # the same subject, other values: listed, never merged
+                             "created_at"}, ...],    # the same subject, other values: listed, never merged,
+                                                     # and listed again after an apply until settled
+              "outdated": {older id: newer id},      # the older side of a conflict: never promoted
               "compact": true,                       # apply compacts the table afterwards
               "memories": {id: {"content": "... (≤ 300 chars)", "scope", "namespace", "importance",
                                 "created_at", "source"}}},  # every id named above, as the plan read it
@@ -30,10 +32,11 @@ A memory changed by another writer meanwhile → 412 ``version_conflict`` and no
 
 ``POST /api/distill/undo`` body ``{"tag": "distill-...", "dry_run": false}`` (or ``{}``/no body: the latest) —
 reverses exactly what that run changed: each field goes back unless written again since (then kept and
-listed); memories written after the run, in any namespace, are never touched. ``dry_run``: only say::
+listed); a row untouched since goes back to its version and updated_at too; memories written after the run,
+in any namespace, are never touched. ``dry_run``: only say::
 
     {"ok": true, "restored": "distill-...", "changed": n, "dry_run": false,
-     "changes": [{"memory_id", "namespace", "changes": {field: [now, back to]}}, ...],
+     "changes": [{"memory_id", "namespace", "version", "changes": {field: [now, back to]}}, ...],
      "kept": [{"memory_id", "fields": [...], "version"}, ...], "gone": [id forgotten since, ...]}
 
 An unknown tag, or nothing to undo → 404 ``not_found``.
