@@ -214,3 +214,35 @@ def test_link_missed_links_what_the_writes_missed_and_nothing_twice(service: Mem
     assert current.link_missed(service) == 1
     assert service.get(old).outdated_by == new and service.get(new).updates == [old]
     assert current.link_missed(service) == 0  # already linked
+
+
+def test_distill_apply_links_what_the_writes_missed_and_never_promotes_the_older_value(
+        service: MemoryService) -> None:
+    from memcli.distill.service import DistillService
+
+    old = _put(service, "The docs site is built with MkDocs.", 10, agent="codex", importance=0.9)
+    new = _put(service, "We moved the docs site to Docusaurus.", agent="claude")
+    service.store.update(old, {"outdated_by": None})  # as an older memcli left it: no links
+    service.store.update(new, {"updates": []})
+    distill = DistillService(service)
+    assert old in distill.plan().promote  # important, and nothing says it changed: promoted to global
+    res = distill.apply()
+    assert res["linked"] == 1
+    o = service.get(old)
+    assert o.outdated_by == new and o.scope == "agent:codex"  # linked first, so never promoted
+    assert service.get(new).updates == [old]
+    assert old not in distill.plan().promote
+
+
+def test_a_misspelt_or_lower_cased_name_is_no_change_on_write_on_import_or_in_distill(
+        service: MemoryService) -> None:
+    from memcli.memory import current
+
+    assert not changes("Service dashboards live in Grafana under the Lumen folder.",
+                       "Service dashboards live in Grafna under the Lumen folder.").update
+    assert changes("The API gateway runs v1.2.3 in production.", "The API gateway runs v1.2.4 in production.").update
+    ids = [_put(service, t, days) for t, days in (("Service dashboards live in Grafana under the Lumen folder.", 3),
+                                                   ("Service dashboards live in Grafna under the Lumen folder.", 2),
+                                                   ("service dashboards live in grafana under the lumen folder", 1))]
+    assert current.link_missed(service) == 0  # distill's pass compares bare vector hits: no same fact is a change
+    assert all(service.get(i).outdated_by is None for i in ids)

@@ -203,10 +203,8 @@ class Distiller:
         where = ACTIVE_FILTER
         if self.options.namespace:
             where += f" AND namespace = {quote(self.options.namespace)}"
-        names = set(self.store.table.schema.names)
-        extra = [c for c in ("outdated_by",) if c in names]  # set on write when the store records it
-        try:
-            table = self.store.reader.snapshot().to_table(columns=_READ + extra + ["vector"], filter=where)
+        try:  # _READ holds outdated_by (STATUS_COLUMNS): set on write, the older side of a change
+            table = self.store.reader.snapshot().to_table(columns=_READ + ["vector"], filter=where)
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)

@@ -95,8 +95,10 @@ def writing_rank(m: "Memory", group: Sequence["Memory"], spelling: Spelling) -> 
         int(text[-1:] in _STOP_END)
     hedge = 1 if _HEDGE.match(text) else 0
     captured = m.source == "hook:stop" or "turn" in m.tags
-    return (-slips, -case, sentence, -hedge, len(_TOKEN.findall(text)), m.importance, 0 if captured else 1,
-            m.created_at)
+    # a member a later memory changed never keeps the group's words over a current one (A, B, then A again:
+    # the second A is current, the first outdated)
+    return (0 if m.outdated_by else 1, -slips, -case, sentence, -hedge, len(_TOKEN.findall(text)), m.importance,
+            0 if captured else 1, m.created_at)
 
 
 def pick_keeper(centre: "Memory", members: Sequence["Memory"], same: Callable[["Memory", "Memory"], bool],

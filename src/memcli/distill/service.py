@@ -36,10 +36,16 @@ class DistillService:
 
     def apply(self, options: DistillOptions | None = None, *,
               archive: Callable[[list["Memory"]], None] | None = None) -> dict[str, Any]:
-        """Plan and apply a distill after tagging the table's version; ``{"ok", "tag", "counts", ...}``."""
+        """Link the updates the writes missed (:func:`memcli.memory.current.link_missed`: an older memory a
+        later one changed gets ``outdated_by``, so the plan never promotes it), then plan and apply a distill
+        after tagging the table's version; ``{"ok", "tag", "counts", "linked", ...}``. The links are not undone
+        with the run: they are what the writes would have recorded."""
+        from memcli.memory.current import link_missed
+
         self.memory.require_owner()
+        linked = link_missed(self.memory, namespace=options.namespace if options is not None else None)
         d = self._distiller(options)
-        return d.apply(d.plan(), archive=archive)
+        return {**d.apply(d.plan(), archive=archive), "linked": linked}
 
     def undo(self, tag: str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
         """Reverse what a distill run changed (default: the latest); later writes stay. ``dry_run``: only say."""

@@ -379,6 +379,12 @@ def _changes(older: str, newer: str) -> Change:
     plain_en = [t for t in run if not t.value and not t.cjk]
     plain_zh = [t for t in run if not t.value and t.cjk]
     values = [t for t in run if t.value]
+    if len(run) == 1 and len(old_runs) == 1 and len(old_runs[0]) == 1:
+        # one word for one word, both plain letters, one letter apart ("Grafana" / "Grafna" / "grafana"): a
+        # slip of the pen, not another value (versions and numbers hold digits: "v1.2.3" / "v1.2.4" is a change)
+        a, b = old_runs[0][0].shown.casefold(), run[0].shown.casefold()
+        if a.isalpha() and b.isalpha() and (a == b or _one_edit(a, b)):
+            return Change(False, f"a typo, not another value ({before} / {after})", before, after)
     if plain_en or plain_zh:
         if mine_n[0]:  # the later text starts with a word the earlier lacks: what it is about changed
             return Change(False, f"another subject ({before or '—'} / {after})", before, after)

@@ -50,6 +50,8 @@ def changed_by(service: Service, mem: Memory, hits: Sequence[RecallHit]) -> list
                 or (old.project and mem.project and old.project != mem.project)
                 or (h.relation or {}).get("relation") == "same"):
             continue
+        if h.relation is None and merge_verdict(old.content, mem.content).same:
+            continue  # a hit from a bare vector search (import, distill): the same fact said again is no change
         verdict = changes(old.content, mem.content)
         if not verdict.update and old.updates:
             earlier = [by_id.get(u) for u in old.updates]
