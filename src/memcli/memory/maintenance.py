@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -34,6 +35,11 @@ REMOTE_FOLD_SECONDS = 5.0  # on object storage, at most one such fold per proces
 # top-10, twelve partitions (8 probed) 7 ms and 90%. Bigger tables get partitions so that builds stay parallel.
 ROWS_PER_PARTITION = 200_000
 KEYWORD_NOTE_SECONDS = 60.0  # a damaged keyword index is logged at most once a minute per process
+# The background maintainer (a server's): how often it looks, and after how many new rows it folds them into
+# the keyword and scalar indexes (rows outside the keyword index are scored with statistics of their own: an
+# identifier among 100k unindexed rows no longer ranks as it would inside the index)
+MAINTAIN_SECONDS = 10.0
+FTS_REFRESH_ROWS = 5_000
 
 
 def vector_partitions(rows: int) -> int:
@@ -90,6 +96,9 @@ class IndexMaintenance:
     facts: TableFacts
     _writes_since_check: int
     auto_compact_fragments: int
+    # a server's maintainer thread compacts and indexes (memcli.memory.maintenance.Maintainer): writes then
+    # never compact or build an index themselves
+    background_maintenance: bool = False
 
     # provided by MemoryStore
     audit: Any
@@ -334,6 +343,8 @@ class IndexMaintenance:
         elif rows:
             self._fold_small_fts()
         self._writes_since_check += 1
+        if self.background_maintenance:  # the server's maintainer compacts and indexes, never this write
+            return
         if self.auto_compact_fragments and self._writes_since_check >= max(4, self.auto_compact_fragments // 4):
             self._writes_since_check = 0
             try:
@@ -342,6 +353,19 @@ class IndexMaintenance:
             except (OSError, RuntimeError, ValueError, StoreError) as exc:
                 # compaction is an optimisation; the write itself succeeded
                 log.warning("automatic compaction failed: %s", exc)
+
+    def after_import(self, added: int) -> None:
+        """After an import's chunks (written with ``maintain=False``): what this process knows of the table is
+        forgotten, and the store is compacted and indexed once (unless a server's background maintainer does
+        it: :attr:`background_maintenance`)."""
+        self.facts.forget()
+        self._fts_ready = False
+        if self.background_maintenance:
+            return
+        try:
+            self.compact(blocking=False)
+        except (OSError, RuntimeError, ValueError, StoreError) as exc:  # the rows are in: only speed is lost
+            log.warning("compaction after the import failed: %s", exc)
 
     def _fold_small_fts(self) -> None:
         """In a small store, fold new rows into the keyword index at once (~20 ms here). Lance scores rows
@@ -443,6 +467,92 @@ class IndexMaintenance:
 
     def size_bytes(self) -> int:
         return int(self.table.stats().get("total_bytes", 0))
+
+    def index_status(self) -> list[dict[str, Any]]:
+        """Each index: name, kind, column, rows inside it and rows outside it (searched exactly or flat until
+        the next refresh), when it was built. For ``stats`` and ``doctor``."""
+        out = []
+        for ix in self.table.list_indices():
+            created = getattr(ix, "created_at", None)
+            out.append({"name": ix.name, "kind": str(ix.index_type), "column": ix.columns[0],
+                        "indexed_rows": int(getattr(ix, "num_indexed_rows", 0) or 0),
+                        "unindexed_rows": int(getattr(ix, "num_unindexed_rows", 0) or 0),
+                        "built_at": int(created.timestamp() * 1000) if created is not None else None})
+        return sorted(out, key=lambda d: d["name"])
+
+    def maintenance_due(self) -> list[str]:
+        """What :meth:`maintain` would do now: ``compact`` (fragments piled up), ``keyword`` (new rows
+        outside the keyword or scalar indexes), ``vector`` (no ANN index on a big table, or a stale one)."""
+        due = []
+        if self.fragment_count() >= max(self.auto_compact_fragments, 2):
+            due.append("compact")
+        status = self.index_status()
+        n = self.table.count_rows()
+        if FTS_INDEX not in {d["name"] for d in status} and n:
+            due.append("keyword")
+        elif any(not d["kind"].upper().startswith("IVF") and d["unindexed_rows"] >= FTS_REFRESH_ROWS for d in status):
+            due.append("keyword")
+        vectors = [d for d in status if d["kind"].upper().startswith("IVF")]
+        if (not vectors and n >= VECTOR_INDEX_MIN_ROWS) or any(
+                d["unindexed_rows"] >= max(5000, 0.1 * d["indexed_rows"]) for d in vectors):
+            due.append("vector")
+        return due
+
+    def maintain(self) -> list[str]:
+        """One round of background upkeep: what :meth:`maintenance_due` says, by the compaction's owner (another
+        process compacting: nothing now). Reads and writes go on meanwhile (each step is one commit of new
+        index files or fragments; a search keeps its snapshot). Returns what was done."""
+        due = self.maintenance_due()
+        if not due:
+            return []
+        with self._compact_lock(False) as owner:
+            if not owner:
+                return []
+            self.ensure_fts_index()
+            self.ensure_scalar_indexes()
+            if "compact" in due or "keyword" in due:
+                names = [ix.name for ix in self.table.list_indices()
+                         if not ix.index_type.upper().startswith("IVF")]
+                if names:
+                    self._retry(lambda: self.table.to_lance().optimize.optimize_indices(
+                        index_names=names, num_indices_to_merge=1000), 14)
+            if "compact" in due:
+                self._retry(lambda: self.table.to_lance().optimize.compact_files(target_rows_per_fragment=1 << 20),
+                            14)
+            if "vector" in due:
+                self.ensure_vector_index()
+                self.rebuild_vector_indexes_if_stale()
+            self.facts.forget("vector_index")
+        return due
+
+
+class Maintainer:
+    """A long-running process's background upkeep of one store (``memcli serve``): every MAINTAIN_SECONDS it
+    runs :meth:`IndexMaintenance.maintain` (compaction, the keyword and scalar indexes' new rows, the ANN index
+    from VECTOR_INDEX_MIN_ROWS rows and its rebuild once 10% of the rows are outside it). While it does,
+    reads and writes go on (writes then never compact themselves: ``background_maintenance``)."""
+
+    def __init__(self, store: "IndexMaintenance", interval: float = MAINTAIN_SECONDS) -> None:
+        self.store = store
+        self.interval = interval
+        self.rounds = 0
+        self.last: list[str] = []
+        store.background_maintenance = True
+
+    def run(self, stopping: threading.Event) -> None:
+        """Until ``stopping`` is set (first round at once: a store opened at 1M rows may lack its indexes)."""
+        while not stopping.is_set():
+            try:
+                started = time.monotonic()
+                did = self.store.maintain()
+                if did:
+                    log.info("maintenance of %s: %s in %.1f s", self.store.uri, ", ".join(did),
+                             time.monotonic() - started)
+                self.last = did
+            except (OSError, RuntimeError, ValueError, StoreError) as exc:  # tried again next round
+                log.warning("background maintenance failed: %s", _first_line(exc))
+            self.rounds += 1
+            stopping.wait(self.interval)
 
 
 def _first_line(exc: BaseException) -> str:

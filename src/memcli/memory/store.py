@@ -278,10 +278,11 @@ class MemoryStore(IndexMaintenance):
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
 
-    def insert(self, rows: list[dict[str, Any]]) -> int:
+    def insert(self, rows: list[dict[str, Any]], *, maintain: bool = True) -> int:
         """Insert rows whose id is new; rows with an existing id are left alone, and so is a row whose id an
         earlier row of ``rows`` has (merge_insert matches against the table only: it would insert both).
-        Returns rows inserted."""
+        Returns rows inserted. ``maintain=False`` (an import's chunks): the caller runs :meth:`after_import`
+        once at the end."""
         first: dict[str, dict[str, Any]] = {}
         for r in rows:
             first.setdefault(r["id"], r)
@@ -293,7 +294,8 @@ class MemoryStore(IndexMaintenance):
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
         res = self.commit(lambda: self.table.merge_insert("id").when_not_matched_insert_all().execute(data),
                            "writing to the store")
-        self.after_write(rows)
+        if maintain:
+            self.after_write(rows)
         return int(res.num_inserted_rows)
 
     def add(self, rows: list[dict[str, Any]], *, maintain: bool = True) -> int:

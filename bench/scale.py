@@ -1,0 +1,190 @@
+"""memcli at 10k / 100k / 1M memories (issue 30): import, indexes, recall, identifiers, writes, maintenance.
+
+    nice -n 10 python bench/scale.py --sizes 10000,100000,1000000            # hash embedder
+    nice -n 10 python bench/scale.py --sizes 10000,100000 --embedder local   # the bundled e5
+    python bench/scale.py --sizes 10000 --parts import,recall                # a part or two
+
+Each size's store is built once by streaming a generated export (`bench/.cache/scale-*.jsonl`: agents' turns of
+12–20 words from LoCoMo's vocabulary, each with a unique identifier ``svc-<n>``) through ``import_records``,
+and kept in ``bench/.cache/scale-<embedder>-<n>/`` (git-ignored); ``--rebuild`` builds it again. Parts:
+
+- ``import``: memories/s per segment of the file (first row to last), versions and the process's peak RSS;
+- ``index``: what ``stats`` says of the indexes, time to compact, disk bytes per row;
+- ``recall``: warm recall p50/p95 in-process; ANN recall@5 against exact search (same run, same queries);
+- ``ident``: a query naming one memory's identifier plus two common words it does not hold: rank of that memory;
+- ``cli``: a whole ``memcli recall`` process through a warm ``memcli serve`` beside ``memcli --version``, the
+  server's RSS and time to first answer, ``list`` and the SessionStart digest through ``hooks/run.sh``;
+- ``distill``: ``distill`` plan time;
+- ``export``: ``memcli export`` time and its peak RSS.
+Figures print; they gate nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "locomo10-dev.json"
+CACHE = ROOT / "bench" / ".cache"
+AGENTS = [f"agent-{i:02d}" for i in range(20)]
+DAY_MS = 86_400_000
+
+
+def vocabulary(n: int = 3000) -> list[str]:
+    """LoCoMo's most common words (the synthetic turns' vocabulary), most common first."""
+    words: Counter[str] = Counter()
+    for conv in json.loads(DATA.read_text()):
+        for k, v in conv["conversation"].items():
+            if k.startswith("session_") and isinstance(v, list):
+                for t in v:
+                    words.update(w for w in re.findall(r"[a-z]+", t["text"].lower()) if len(w) > 2)
+    return [w for w, _ in words.most_common(n)]
+
+
+def record(i: int, vocab: list[str], rng: random.Random, start_ms: int) -> dict[str, Any]:
+    """Memory ``i`` of the synthetic file: a turn of common words holding the identifier ``svc-<i>``, with an
+    id (as an export has: the import looks each one up)."""
+    k = rng.randint(12, 20)
+    words = [vocab[min(len(vocab) - 1, int(rng.paretovariate(1.1)) - 1)] if rng.random() < 0.5
+             else rng.choice(vocab) for _ in range(k)]
+    words.insert(rng.randint(0, k), f"svc-{i}")
+    ms = start_ms + i * 30_000
+    h = f"{rng.getrandbits(64):016x}"
+    mid = f"{ms:012x}"
+    mid = f"{mid[:8]}-{mid[8:12]}-7{h[:3]}-{8 | int(h[3], 16) & 3:x}{h[4:7]}-{h[7:16]}{i % 4096:03x}"
+    return {"id": mid, "content": " ".join(words), "namespace": "default", "scope": rng.choice(AGENTS),
+            "created_at": start_ms + i * 30_000, "tags": [rng.choice(("ops", "deploy", "review", "chat"))]}
+
+
+def export_file(n: int) -> Path:
+    """The generated export of ``n`` memories (cached)."""
+    path = CACHE / f"scale-{n}.jsonl"
+    if path.exists():
+        return path
+    CACHE.mkdir(parents=True, exist_ok=True)
+    vocab = vocabulary()
+    rng = random.Random(30)
+    start = int(time.time() * 1000) - 365 * DAY_MS
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as fh:
+        for i in range(n):
+            fh.write(json.dumps(record(i, vocab, rng, start)) + "\n")
+    tmp.rename(path)
+    return path
+
+
+def cpu() -> float:
+    """This process's CPU seconds (all its threads): on a shared machine rates per CPU second move less."""
+    t = os.times()
+    return t.user + t.system
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+
+
+def env_for(home: Path, embedder: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
+    env.update({"MEMCLI_HOME": str(home), "MEMCLI_EMBEDDER": embedder, "PYTHONPATH": str(ROOT / "src")})
+    return env
+
+
+def open_service(home: Path, embedder: str) -> Any:
+    from memcli.config import load_config
+    from memcli.memory.service import MemoryService
+
+    return MemoryService.open(load_config(home, env=env_for(home, embedder)))
+
+
+def read_records(path: Path) -> Any:
+    with path.open() as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def build(n: int, embedder: str, rebuild: bool = False) -> tuple[Path, dict[str, Any] | None]:
+    """The cached store of ``n`` memories (built by streaming the generated export through import_records):
+    its home, and the import's figures when it was built now."""
+    home = CACHE / f"scale-{embedder}-{n}"
+    if (home / ".built").exists() and not rebuild:
+        return home, None
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    src = export_file(n)
+    svc = open_service(home, embedder)
+    marks: list[tuple[int, float, float]] = [(0, time.perf_counter(), cpu())]
+    step = max(n // 10, 1000)
+
+    def progress(done: int, total: int) -> None:
+        if done >= marks[-1][0] + step or done == n:
+            marks.append((done, time.perf_counter(), cpu()))
+            a, b = marks[-2], marks[-1]
+            print(f"    {done:,}: {(b[0] - a[0]) / (b[1] - a[1]):.0f}/s wall, {(b[0] - a[0]) / (b[2] - a[2]):.0f}/s"
+                  " per CPU second", file=sys.stderr, flush=True)
+
+    rss0 = rss_mb()
+    svc.store.background_maintenance = True  # rows first; maintenance timed on its own below
+    res = svc.import_records(read_records(src), progress=progress)
+    t_rows = marks[-1][1] - marks[0][1]
+    t = time.perf_counter()
+    svc.store.background_maintenance = False
+    svc.store.compact(blocking=True)
+    t_maint = time.perf_counter() - t
+    ds = svc.store.table.to_lance()
+    fig = {"n": n, "added": res["added"], "rows_s": n / t_rows, "maint_s": t_maint,
+           "rows_cpu_s": n / (marks[-1][2] - marks[0][2]),
+           "segments": [((b[0] - a[0]) / (b[1] - a[1]), (b[0] - a[0]) / (b[2] - a[2]), a[0], b[0])
+                        for a, b in zip(marks, marks[1:])],
+           "versions": len(ds.versions()), "rss_mb": rss_mb(), "rss0_mb": rss0}
+    svc.close()
+    (home / ".built").write_text(json.dumps(fig))
+    return home, fig
+
+
+def print_import(fig: dict[str, Any]) -> None:
+    segs = ", ".join(f"{r:.0f}" for r, *_ in fig["segments"])
+    cpus = ", ".join(f"{c:.0f}" for _, c, *_ in fig["segments"])
+    print(f"  import {fig['n']:,}: {fig['rows_s']:.0f} memories/s over the file (per tenth: {segs}); per CPU second "
+          f"{fig['rows_cpu_s']:.0f} (per tenth: {cpus}); load average {os.getloadavg()[0]:.1f}; "
+          f"{fig['versions']} table versions; peak RSS {fig['rss_mb']:.0f} MB (before: {fig['rss0_mb']:.0f} MB); "
+          f"then compaction + indexes {fig['maint_s']:.1f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--embedder", default="hash", choices=("hash", "local"))
+    ap.add_argument("--parts", default="import,index,recall,ident,cli,distill,export")
+    ap.add_argument("--rebuild", action="store_true")
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    for n in [int(x) for x in args.sizes.split(",")]:
+        print(f"== {n:,} memories, embedder {args.embedder}")
+        home, fig = build(n, args.embedder, rebuild=args.rebuild or "import" in parts and False)
+        if fig:
+            print_import(fig)
+        elif "import" in parts:
+            print_import(json.loads((home / ".built").read_text()))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "src"))
+    main()
