@@ -168,6 +168,78 @@ def print_import(fig: dict[str, Any]) -> None:
           f"then compaction + indexes {fig['maint_s']:.1f} s")
 
 
+def ident_queries(n: int, count: int = 30) -> list[tuple[str, str]]:
+    """(query, memory content) pairs: one memory's identifier plus two common words that memory does not hold."""
+    vocab = vocabulary()[:200]
+    rng = random.Random(5)
+    picks = sorted(rng.sample(range(n), count))
+    out = []
+    with export_file(n).open() as fh:
+        want = set(picks)
+        for i, line in enumerate(fh):
+            if i in want:
+                content = json.loads(line)["content"]
+                words = [w for w in vocab if w not in content.split()]
+                w1, w2 = rng.sample(words[:60], 2)
+                out.append((f"svc-{i} {w1} {w2}", content))
+    return out
+
+
+def bench_ident(svc: Any, n: int) -> None:
+    """A keyword-only hit on a unique identifier: its rank among recall's top 10."""
+    qs = ident_queries(n)
+    ranks = []
+    for q, content in qs:
+        hits = svc.recall(q, top_k=10)
+        ranks.append(next((i + 1 for i, h in enumerate(hits) if h.memory.content == content), None))
+    first = sum(r == 1 for r in ranks)
+    top5 = sum(r is not None and r <= 5 for r in ranks)
+    print(f"  identifier + two common words it lacks: ranked first {first}/{len(qs)}, in the top 5 {top5}/{len(qs)}"
+          f" (ranks: {' '.join(str(r or '-') for r in ranks)})")
+
+
+def text_queries(n: int, count: int = 60) -> list[str]:
+    """Four words of a random memory, shuffled (what an agent asks about a past turn)."""
+    rng = random.Random(11)
+    want = set(rng.sample(range(n), count))
+    out = []
+    with export_file(n).open() as fh:
+        for i, line in enumerate(fh):
+            if i in want:
+                words = [w for w in json.loads(line)["content"].split() if not w.startswith("svc-")]
+                out.append(" ".join(rng.sample(words, 4)))
+    return out
+
+
+def bench_recall(svc: Any, n: int) -> None:
+    """Warm recall in-process, with the ANN index and with exact search, and how much of exact's top 5 the
+    index finds (recall's top 5, and the vector search's own top 5)."""
+    qs = text_queries(n)
+    reader = svc.store.reader
+    svc.recall(qs[0])
+    out: dict[bool, tuple[list[float], list[list[str]], list[list[float]]]] = {}
+    for exact in (False, True):
+        reader.exact = exact
+        times, tops, dists = [], [], []
+        for q in qs:
+            t = time.perf_counter()
+            hits = svc.recall(q, top_k=5)
+            times.append((time.perf_counter() - t) * 1000)
+            tops.append([h.memory.id for h in hits])
+            vec = svc.embedder.embed_query(q)
+            dists.append([1 - c for c in svc.store.cosines(vec, None, 5)])
+        out[exact] = (times, tops, dists)
+    reader.exact = False
+    ann, ex = out[False], out[True]
+    same = statistics.mean(len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(ann[1], ex[1]))
+    # a vector hit counts when it is as near as exact's 5th (ties are as good as each other)
+    vec = statistics.mean(sum(d <= e[-1] + 1e-5 for d in a) / 5 for a, e in zip(ann[2], ex[2]))
+    kinds = [d["kind"] for d in svc.store.index_status() if d["kind"].upper().startswith("IVF")]
+    print(f"  recall p50/p95: {pct(ann[0], 50):.1f}/{pct(ann[0], 95):.1f} ms with {kinds or 'no ANN index'}; exact "
+          f"search {pct(ex[0], 50):.1f}/{pct(ex[0], 95):.1f} ms; recall's top 5 holds {same:.3f} of exact's, the "
+          f"vector search's {vec:.3f} ({len(qs)} queries)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
@@ -183,6 +255,13 @@ def main() -> None:
             print_import(fig)
         elif "import" in parts:
             print_import(json.loads((home / ".built").read_text()))
+        if parts & {"ident", "recall", "index"}:
+            svc = open_service(home, args.embedder)
+            if "ident" in parts:
+                bench_ident(svc, n)
+            if "recall" in parts:
+                bench_recall(svc, n)
+            svc.close()
 
 
 if __name__ == "__main__":

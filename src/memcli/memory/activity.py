@@ -97,4 +97,6 @@ def store_stats(store: "MemoryStore", *, now: int) -> dict[str, Any]:
         "embedder": store.stored_identity, "store": store.uri,
         "size_bytes": store.size_bytes(), "fragments": store.fragment_count(),
         "indexes": sorted(store.index_names()),
+        # what each index holds and how fresh it is (rows outside one are searched exactly or flat meanwhile)
+        "index_status": store.index_status(), "maintenance_due": store.maintenance_due(),
     }
