@@ -275,7 +275,8 @@ def _store_health(cfg: Any, store: Any) -> list[Check]:
                                 "run `memcli compact`"))
         else:
             checks.append(Check("fragments", "ok", f"{frags} (compaction at {limit})"))
-        checks.append(_vector_index_check(store, n))
+        if not any(c.name == "vector index" for c in checks):  # a damaged one is named above
+            checks.append(_vector_index_check(store, n))
     except _CHECK_ERRORS as exc:
         checks.append(Check("store health", "fail", _msg(exc), "run `memcli compact`; if it fails, export and re-import"))
     return checks

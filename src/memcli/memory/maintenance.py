@@ -113,6 +113,8 @@ class IndexMaintenance:
     # a server's maintainer thread compacts and indexes (memcli.memory.maintenance.Maintainer): writes then
     # never compact or build an index themselves
     background_maintenance: bool = False
+    vector_index_min_rows: int = VECTOR_INDEX_MIN_ROWS  # (a test's small store lowers them)
+    fts_refresh_rows: int = FTS_REFRESH_ROWS
 
     # provided by MemoryStore
     audit: Any
@@ -258,7 +260,7 @@ class IndexMaintenance:
         # for it (at 100k rows each HNSW build takes ~35 s here) until some memory has context.
         columns = VECTOR_COLUMNS if self.has_context() else ["vector"]
         todo = [c for c in columns if not self.has_vector_index(c)]
-        if not todo or (n < VECTOR_INDEX_MIN_ROWS and not force) or n < 256:
+        if not todo or (n < self.vector_index_min_rows and not force) or n < 256:
             return False
         for col in todo:
             self.table.create_index(col, config=_vector_config(n), name=f"{col}_idx")
@@ -497,10 +499,11 @@ class IndexMaintenance:
         n = self.table.count_rows()
         if FTS_INDEX not in {d["name"] for d in status} and n:
             due.append("keyword")
-        elif any(not d["kind"].upper().startswith("IVF") and d["unindexed_rows"] >= FTS_REFRESH_ROWS for d in status):
+        elif any(not d["kind"].upper().startswith("IVF") and d["unindexed_rows"] >= self.fts_refresh_rows
+                 for d in status):
             due.append("keyword")
         vectors = [d for d in status if d["kind"].upper().startswith("IVF")]
-        if (not vectors and n >= VECTOR_INDEX_MIN_ROWS) or any(
+        if (not vectors and n >= max(self.vector_index_min_rows, 256)) or any(
                 d["unindexed_rows"] >= max(5000, 0.1 * d["indexed_rows"]) or _kind(d["kind"]) != VECTOR_INDEX_KIND
                 for d in vectors):
             due.append("vector")
