@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memcli.config import load_config
 from memcli.memory.maintenance import Maintainer
 from memcli.memory.service import MemoryService
@@ -142,3 +144,27 @@ def test_stats_and_doctor_say_what_indexes_exist_and_how_fresh(
     doctor = run("doctor", "--json")
     check = next(c for c in json.loads(doctor)["checks"] if c["name"] == "vector index")
     assert check["status"] == "ok" and "exact search" in check["detail"]
+
+
+def test_export_streams_oldest_first_with_a_progress_bar(service: MemoryService, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from memcli.cli import output
+    from memcli.cli.app import app
+
+    service.import_records([dict(r, created_at=1_700_000_000_000 + (i * 7919) % 1201 * 1000)
+                            for i, r in enumerate(records(1200))])
+    service.close()
+    buf = io.StringIO()
+    monkeypatch.setattr(output, "err", Console(file=buf, force_terminal=True, width=100))
+    dest = tmp_path / "all.json"
+    res = CliRunner().invoke(app, ["export", "--format", "json", "-o", str(dest), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "Exporting" in buf.getvalue() and "1200/1200" in buf.getvalue()
+    doc = json.loads(dest.read_text())
+    keys = [(m["created_at"], m["id"]) for m in doc["memories"]]
+    assert len(keys) == 1200 and keys == sorted(keys)  # oldest first, read batch by batch by row id

@@ -261,13 +261,18 @@ def reembed_all(store: "MemoryStore", embedder: "Embedder", *, progress: Callabl
     new = store.new_table(name, int(identity["dim"]))
     total = store.count()
     done = 0
+    pending: list[dict[str, Any]] = []  # one commit per IMPORT_CHUNK rows (one per 64 made 15k versions at 1M)
     for mems in store.iter_batches(None, batch_size=batch):
         own, ctx = embed_memories(embedder, mems)
-        rows = [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
-        new.add(pa.Table.from_pylist(rows, schema=new.schema))
+        pending += [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
+        if len(pending) >= IMPORT_CHUNK:
+            new.add(pa.Table.from_pylist(pending, schema=new.schema))
+            pending = []
         done += len(mems)
         if progress:
             progress(done, total)
+    if pending:
+        new.add(pa.Table.from_pylist(pending, schema=new.schema))
     if new.count_rows() != total:
         raise ValidationError("the store changed during reindex; run it again")
     store.activate(name, identity)

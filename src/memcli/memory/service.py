@@ -532,9 +532,8 @@ class MemoryService:
         where = build_where(namespace=validate_namespace(namespace) if namespace else None,
                             scopes=[normalise_scope(scope)] if scope else None, tags=validate_tags(tags),
                             include_expired=include_expired, now=now_ms(), include_archived=include_archived)
-        mems = [m for batch in self.store.iter_batches(where, with_vector=with_vectors) for m in batch]
-        mems.sort(key=lambda m: (m.created_at, m.id))
-        yield from mems
+        for batch in self.store.iter_sorted(where, with_vector=with_vectors):  # streamed: flat memory at 1M
+            yield from batch
 
     def import_records(self, records: Iterable[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
                        progress: Progress | None = None, batch: int = 64, keep_secrets: bool = False,
