@@ -240,6 +240,16 @@ def bench_recall(svc: Any, n: int) -> None:
           f"vector search's {vec:.3f} ({len(qs)} queries)")
 
 
+def bench_distill(svc: Any) -> None:
+    """``distill`` plan (reads only) over the whole store, and this process's peak RSS after it."""
+    from memcli.distill.service import DistillService
+
+    t, c = time.perf_counter(), cpu()
+    plan = DistillService(svc).plan()
+    print(f"  distill plan: {time.perf_counter() - t:.1f} s ({cpu() - c:.1f} CPU s), {len(plan.merge)} merges proposed, "
+          f"peak RSS {rss_mb():.0f} MB")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
@@ -255,12 +265,14 @@ def main() -> None:
             print_import(fig)
         elif "import" in parts:
             print_import(json.loads((home / ".built").read_text()))
-        if parts & {"ident", "recall", "index"}:
+        if parts & {"ident", "recall", "index", "distill"}:
             svc = open_service(home, args.embedder)
             if "ident" in parts:
                 bench_ident(svc, n)
             if "recall" in parts:
                 bench_recall(svc, n)
+            if "distill" in parts:
+                bench_distill(svc)
             svc.close()
 
 

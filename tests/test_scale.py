@@ -168,3 +168,19 @@ def test_export_streams_oldest_first_with_a_progress_bar(service: MemoryService,
     doc = json.loads(dest.read_text())
     keys = [(m["created_at"], m["id"]) for m in doc["memories"]]
     assert len(keys) == 1200 and keys == sorted(keys)  # oldest first, read batch by batch by row id
+
+
+def test_a_long_import_keeps_its_id_lookups_inside_the_index(service: MemoryService,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from memcli.memory import records as recs
+    from memcli.models import new_id
+
+    monkeypatch.setattr(recs, "IMPORT_FOLD_ROWS", 1000)
+    service.store.background_maintenance = True  # no compaction at the end: what the import itself left
+    rows = [dict(r, id=new_id()) for r in records(2500)]
+    assert recs.import_records(service, iter(rows), chunk=500)["added"] == 2500
+    ids = next(d for d in service.store.index_status() if d["column"] == "id")
+    assert ids["indexed_rows"] >= 2000 and ids["unindexed_rows"] <= 500  # folded every 1,000 rows
+    again = recs.import_records(service, iter(rows), chunk=500)  # every id found: nothing twice
+    assert again == {"read": 2500, "added": 0, "skipped": 2500}
+    assert service.store.count() == 2500

@@ -363,6 +363,17 @@ class IndexMaintenance:
                 # compaction is an optimisation; the write itself succeeded
                 log.warning("automatic compaction failed: %s", exc)
 
+    def fold_key_indexes(self) -> None:
+        """Fold new rows into the id index (created once there are rows enough), so that look-ups by id and
+        merges on it scan only the rows written since (an import calls this every so many rows)."""
+        try:
+            self.ensure_scalar_indexes()
+            names = [ix.name for ix in self.table.list_indices() if tuple(ix.columns) == ("id",)]
+            if names:
+                self.table.to_lance().optimize.optimize_indices(index_names=names, num_indices_to_merge=1000)
+        except (OSError, RuntimeError, ValueError) as exc:  # another writer's commit: only speed is lost
+            log.debug("folding rows into the id index: %s", exc)
+
     def after_import(self, added: int) -> None:
         """After an import's chunks (written with ``maintain=False``): what this process knows of the table is
         forgotten, and the store is compacted and indexed once (unless a server's background maintainer does

@@ -41,6 +41,10 @@ Progress = Callable[[int, int], None]
 # audit append) per chunk. 64-record commits made 5,213 versions of a 300k-row import, each merge scanning a
 # larger table; a chunk holds ~10 MB of rows (e5's 384-dim vectors), so memory stays flat in the file's size.
 IMPORT_CHUNK = 4096
+# Every this many rows an import folds them into the id index: each chunk's id look-up and merge scan only the
+# rows outside it, and without the fold that was every row of the import so far (rows/CPU s fell 2,770 → 2,120
+# from the first 100k rows of a 1M import to the fourth: bench/scale.py)
+IMPORT_FOLD_ROWS = 65_536
 
 
 def embed_memories(embedder: "Embedder", mems: Sequence[Memory], progress: Progress | None = None,
@@ -237,6 +241,8 @@ def import_records(svc: "MemoryService", records: Iterable[Any], *, vectors_iden
         vectors = iter(zip(own, ctx))
         rows = [memory_to_row(m, *(v if v is not None else next(vectors))) for m, v in todo]
         n = svc.store.insert(rows, maintain=False) if rows else 0
+        if (added + n) // IMPORT_FOLD_ROWS > added // IMPORT_FOLD_ROWS:
+            svc.store.fold_key_indexes()
         added += n
         if n:
             actor = svc._actor("import")
