@@ -184,3 +184,31 @@ def test_a_long_import_keeps_its_id_lookups_inside_the_index(service: MemoryServ
     again = recs.import_records(service, iter(rows), chunk=500)  # every id found: nothing twice
     assert again == {"read": 2500, "added": 0, "skipped": 2500}
     assert service.store.count() == 2500
+
+
+def test_the_session_digest_reads_a_recent_window_and_shows_what_a_full_read_would(
+        service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memcli.hooks import digest
+    from memcli.models import now_ms
+
+    now = now_ms()
+    recs = []
+    for i in range(600):  # 120 days of memories: two projects, captured turns, a few important old ones
+        recs.append({"content": f"note {i}: the {('cache', 'queue', 'index')[i % 3]} setting {i} is {i * 7}",
+                     "created_at": now - (i * 4 * 3_600_000) - 60_000, "project": ("atlas", "zeus", None)[i % 3],
+                     "importance": 0.9 if i % 97 == 0 else 0.5, "tags": ["turn"] if i % 5 == 0 else []})
+    service.import_records(recs)
+    reads: list[str | None] = []
+    real = service.store.column_values
+    monkeypatch.setattr(service.store, "column_values", lambda where, cols: reads.append(where) or real(where, cols))
+
+    def digest_with(days: float) -> tuple[str | None, list[str]]:
+        monkeypatch.setattr(digest, "WINDOW_DAYS", days)
+        return digest.session_digest(service, project="atlas", budget=6000, now=now)
+
+    full = digest_with(10_000)  # a window holding every memory: all of them read
+    reads.clear()
+    windowed = digest_with(1)
+    assert windowed == full and full[0] is not None
+    assert reads and all("created_at >=" in (w or "") for w in reads)  # never every row
+    assert any(m.startswith("note 97:") for m in [service.store.get(i).content for i in windowed[1]])  # old, important

@@ -442,12 +442,25 @@ class MemoryStore(IndexMaintenance):
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
 
     def page(self, where: str | None, *, limit: int, offset: int = 0) -> list[Memory]:
-        """Newest first (by created_at, then id), exact filters, paged."""
-        keys = self.read_rows(where, ["id", "created_at"])
-        keys.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
-        ids = [r["id"] for r in keys[offset: offset + limit]]
-        by_id = {m.id: m for m in self.get_many(ids)}
-        return [by_id[i] for i in ids if i in by_id]
+        """Newest first (by created_at, then id), exact filters, paged. The sort keys stay in arrow and only the
+        page's rows are read (by row id, on the snapshot the keys came from): at 1M rows a list sorted a million
+        Python dicts."""
+        import pyarrow.compute as pc
+
+        snap = self.reader.snapshot()
+        try:
+            keys = snap.to_table(columns=["created_at", "id"], filter=where or None, with_row_id=True)
+            if keys.num_rows == 0 or offset >= keys.num_rows:
+                return []
+            order = [("created_at", "descending"), ("id", "descending")]
+            top = pc.select_k_unstable(keys, k=min(keys.num_rows, offset + limit), sort_keys=order)
+            top = pc.take(keys, top)
+            top = pc.take(top, pc.sort_indices(top, sort_keys=order))  # select_k's order is not promised
+            rowids = top.column("_rowid").to_pylist()[offset: offset + limit]
+            rows = dict(self.reader.take(snap, rowids, COLUMNS))
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
+        return [row_to_memory(rows[r]) for r in rowids if r in rows]
 
     def find(self, where: str, limit: int = 10) -> list[Memory]:
         return [row_to_memory(r) for r in self.read_rows(where, COLUMNS, limit)]
