@@ -250,15 +250,125 @@ def bench_distill(svc: Any) -> None:
           f"peak RSS {rss_mb():.0f} MB")
 
 
+def proc_rss_mb(pid: int) -> tuple[float, float]:
+    """A process's resident and peak resident memory (MiB)."""
+    vals = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmRSS:", "VmHWM:")):
+            vals[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return vals.get("VmRSS", 0.0), vals.get("VmHWM", 0.0)
+
+
+def bench_cli(home: Path, n: int, embedder: str, rounds: int = 15) -> None:
+    """Whole processes through a warm ``memcli serve`` of the store: ``--version``, ``recall``, ``list``, and
+    the UserPromptSubmit and SessionStart hooks through ``hooks/run.sh``, round by round; the server's RSS and
+    its time from start to the first answer."""
+    import socket
+
+    memcli = str(Path(sys.executable).parent / "memcli")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**env_for(home, embedder), "MEMCLI_PORT": str(port), "MEMCLI_AUTOSTART": "0"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    proj = home.parent / f"{home.name}-project"
+    (proj / ".git").mkdir(parents=True, exist_ok=True)
+    (home / "server.json").unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    log = open(home / "serve.log", "ab")
+    srv = subprocess.Popen([memcli, "serve", "--port", str(port), "--idle-timeout", "900"], env=env,
+                           stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        ready = None
+        while time.perf_counter() - t0 < 300:
+            if (home / "server.json").exists():
+                p = subprocess.run([memcli, "recall", "warm up", "--json"], env=env, capture_output=True, timeout=300)
+                if p.returncode == 0:
+                    ready = time.perf_counter() - t0
+                    break
+            time.sleep(0.2)
+        qs = text_queries(n, rounds)
+        launcher = ["sh", str(ROOT / "hooks" / "run.sh")]
+        lenv = {**env, "MEMCLI_PYTHON": sys.executable, "CLAUDE_PLUGIN_DATA": str(home.parent / "plugin-data")}
+        times: dict[str, list[float]] = {k: [] for k in ("--version", "recall", "list", "UserPromptSubmit (run.sh)",
+                                                          "SessionStart (run.sh)")}
+        for i in range(rounds):
+            for k in times:
+                if k == "--version":
+                    cmd, data, e = [memcli, "--version"], None, env
+                elif k == "recall":
+                    cmd, data, e = [memcli, "recall", qs[i], "--json"], None, env
+                elif k == "list":
+                    cmd, data, e = [memcli, "list", "--limit", "10", "--json"], None, env
+                else:
+                    event = k.split()[0]
+                    payload = {"session_id": f"scale-{i}", "transcript_path": "", "cwd": str(proj),
+                               "hook_event_name": event}
+                    payload.update({"prompt": qs[i]} if event == "UserPromptSubmit" else {"source": "startup"})
+                    cmd, data, e = launcher + [event], json.dumps(payload).encode(), lenv
+                t = time.perf_counter()
+                p = subprocess.run(cmd, input=data, env=e, capture_output=True, timeout=120)
+                times[k].append((time.perf_counter() - t) * 1000)
+                if p.returncode != 0:
+                    print(f"    {k} failed: {p.stderr.decode()[:300]}")
+        rss, peak = proc_rss_mb(srv.pid)
+        v = statistics.median(times["--version"])
+        print(f"  server: first answer {ready if ready is None else round(ready, 1)} s after start; RSS {rss:.0f} MiB"
+              f" (peak {peak:.0f} MiB)")
+        for k, xs in times.items():
+            print(f"  {k:28s} p50 {statistics.median(xs):6.1f} ms  p95 {pct(xs, 95):6.1f} ms  "
+                  f"x --version {statistics.median(xs) / v:.2f}")
+    finally:
+        srv.terminate()
+        try:
+            srv.wait(60)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+
+
+def bench_writes(embedder: str, writers: int = 8, per_writer: int = 25, modes: str = "rest,cli") -> None:
+    """Concurrent single writes (bench/concurrency.py's writers: REST clients of one ``memcli serve``, ``memcli
+    remember`` processes through it) beside the embedder alone on the same texts, batched as the server's group
+    commit can batch them (``writers`` at a time) and in batches of 64, in the same run."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import concurrency
+    from memcli.config import EmbedderConfig
+    from memcli.embedders import make_embedder
+
+    emb = make_embedder(EmbedderConfig(provider=embedder), cache=False)
+    texts = [concurrency.content("raw", w, i) for w in range(writers) for i in range(per_writer)]
+    emb.embed_passages(texts[:4])
+    rates = {}
+    for size in (writers, 64):
+        t = time.perf_counter()
+        for i in range(0, len(texts), size):
+            emb.embed_passages(texts[i:i + size])
+        rates[size] = len(texts) / (time.perf_counter() - t)
+    print(f"  embedder alone: {rates[writers]:.1f} passages/s in batches of {writers}, {rates[64]:.1f} in batches of 64")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLI_")}
+    env.update({"MEMCLI_EMBEDDER": embedder, "PYTHONPATH": str(ROOT / "src"), "MEMCLI_AUTOSTART": "0"})
+    for mode in modes.split(","):
+        r = concurrency.run_mode(mode, writers, per_writer, env, False)
+        print(f"  {writers} {mode} writers x {per_writer}: {r['writes_per_s']:.1f} writes/s = {r['writes_per_s'] / rates[64]:.2f}"
+              f" of the embedder's batched rate ({r['writes_per_s'] / rates[writers]:.2f} of batches of {writers}); "
+              f"p50 {r['p50_ms']:.0f} ms, {r['commits']} commits (largest {r['biggest_group']}), "
+              f"lost {r.get('lost')}, duplicated {r.get('duplicated')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--embedder", default="hash", choices=("hash", "local"))
     ap.add_argument("--parts", default="import,index,recall,ident,cli,distill,export")
     ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--writes", default="rest,cli", help="the writers of the writes part: rest, cli, lib")
+    ap.add_argument("--per-writer", type=int, default=25)
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    for n in [int(x) for x in args.sizes.split(",")]:
+    if "writes" in parts:
+        print(f"== concurrent single writes, embedder {args.embedder} (load average {os.getloadavg()[0]:.1f})")
+        bench_writes(args.embedder, per_writer=args.per_writer, modes=args.writes)
+    for n in [int(x) for x in args.sizes.split(",") if x]:
         print(f"== {n:,} memories, embedder {args.embedder}")
         home, fig = build(n, args.embedder, rebuild=args.rebuild or "import" in parts and False)
         if fig:
@@ -274,6 +384,8 @@ def main() -> None:
             if "distill" in parts:
                 bench_distill(svc)
             svc.close()
+        if "cli" in parts:
+            bench_cli(home, n, args.embedder)
 
 
 if __name__ == "__main__":
