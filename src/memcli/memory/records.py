@@ -33,7 +33,6 @@ from memcli.redact import STORED_FIELDS, redact_fields
 
 if TYPE_CHECKING:
     from memcli.embedders import Embedder
-    from memcli.memory.service import MemoryService
     from memcli.memory.store import MemoryStore
 
 Progress = Callable[[int, int], None]
@@ -194,10 +193,10 @@ def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]],
     return out
 
 
-def import_records(svc: "MemoryService", records: Iterable[Any], *, vectors_identity: dict[str, Any] | None = None,
+def import_records(svc: Any, records: Iterable[Any], *, vectors_identity: dict[str, Any] | None = None,
                    progress: Progress | None = None, batch: int = 64, keep_secrets: bool = False,
                    total: int | None = None, chunk: int = IMPORT_CHUNK) -> dict[str, int]:
-    """``MemoryService.import_records``: records streamed ``chunk`` at a time (an iterator is never held
+    """``MemoryService.import_records`` (``svc``: that service): records streamed ``chunk`` at a time (an iterator is never held
     whole), each chunk one lookup of its ids, embedding batches of ``batch`` and one commit. A list is checked
     whole before anything is written (a bad record imports nothing); an iterator's caller checks it first
     (``memcli import`` reads the file twice). Maintenance (compaction, index upkeep) runs once, at the end.
