@@ -202,13 +202,13 @@ def test_the_session_digest_reads_a_recent_window_and_shows_what_a_full_read_wou
     real = service.store.column_values
     monkeypatch.setattr(service.store, "column_values", lambda where, cols: reads.append(where) or real(where, cols))
 
-    def digest_with(days: float) -> tuple[str | None, list[str]]:
-        monkeypatch.setattr(digest, "WINDOW_DAYS", days)
+    def digest_with(rows: int) -> tuple[str | None, list[str]]:
+        monkeypatch.setattr(digest, "WINDOW_ROWS", rows)
         return digest.session_digest(service, project="atlas", budget=6000, now=now)
 
     full = digest_with(10_000)  # a window holding every memory: all of them read
     reads.clear()
-    windowed = digest_with(1)
+    windowed = digest_with(50)
     assert windowed == full and full[0] is not None
     assert reads and all("created_at >=" in (w or "") for w in reads)  # never every row
     assert any(m.startswith("note 97:") for m in [service.store.get(i).content for i in windowed[1]])  # old, important

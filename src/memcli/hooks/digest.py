@@ -22,7 +22,7 @@ HEADER = ("Shared memory (memcli): what you and other agents on this machine or 
           "most important and most recent first. Use what helps; `memcli recall \"<query>\"` searches more, "
           "`memcli get <id>` shows one in full.")
 CANDIDATES = 40
-WINDOW_DAYS = 1  # the first window of memories read for the digest (widened ×4 until it holds the best)
+WINDOW_ROWS = 2_000  # the newest memories the digest reads first (×4 until they hold the best)
 RECENCY_HALF_LIFE_DAYS = 14.0
 
 
@@ -36,19 +36,29 @@ def rank(importance: float, created_at: int, tags: list[str] | None, now: int) -
 def _ranked(service: "MemoryService", where: str | None, project: str | None,
             now: int) -> tuple[list[tuple[float, int, str]], list[tuple[float, int, str]]] | None:
     """This project's and the other memories as (score, created_at, id), best first (None: no memory at all),
-    exact in their first CANDIDATES. Rows are read from a recent window (and every one of more than the default
-    importance), widened until no row outside it can rank among the first CANDIDATES of either list (one
-    outside scores below 0.5 + 0.4 × the window's recency): at a million memories reading them all as rows took
-    seconds, the last day's are a few thousand."""
+    exact in their first CANDIDATES. Rows are read from the newest WINDOW_ROWS (and every one of more than the
+    default importance), ×4 until no row outside can rank among the first CANDIDATES of either list (one outside
+    scores below 0.5 + 0.4 × the recency of the window's oldest): at a million memories reading them all as
+    rows took seconds; the window's edge is found in one column, in C."""
+    import numpy as np
+
+    from memcli.errors import StoreError
+
     store = service.store
     cols = ["id", "project", "importance", "created_at", "tags"]
     base = f"({where})" if where else "TRUE"
-    window = WINDOW_DAYS * 86_400_000
+    try:
+        stamps = store.reader.snapshot().to_table(columns=["created_at"], filter=where or None) \
+            .column("created_at").to_numpy()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
+    if not len(stamps):
+        return None
+    take = WINDOW_ROWS
     while True:
-        cut = now - window
-        full = window > now  # every memory is inside
-        rows = store.column_values(None if full and not where else
-                                   where if full else f"{base} AND (created_at >= {cut} OR importance > 0.5)", cols)
+        full = take >= len(stamps)  # every memory is inside
+        cut = 0 if full else int(np.partition(stamps, len(stamps) - take)[len(stamps) - take])
+        rows = store.column_values(where if full else f"{base} AND (created_at >= {cut} OR importance > 0.5)", cols)
         mine, other = [], []
         for r in rows:
             score = rank(r["importance"], r["created_at"], r["tags"], now)
@@ -61,8 +71,8 @@ def _ranked(service: "MemoryService", where: str | None, project: str | None,
         mine.sort(reverse=True)
         other.sort(reverse=True)
         if full:
-            return (mine, other) if rows else None
-        bound = 0.5 + 0.4 * math.exp(-math.log(2) * (window / 86_400_000) / RECENCY_HALF_LIFE_DAYS)
+            return mine, other
+        bound = 0.5 + 0.4 * math.exp(-math.log(2) * (max(0, now - cut) / 86_400_000) / RECENCY_HALF_LIFE_DAYS)
         outside = f"{base} AND created_at < {cut} AND (importance IS NULL OR importance <= 0.5)"
         ours = f"project = {quote(project)}" if project else "FALSE"
         lists = [(other, f"{outside} AND NOT ({ours} AND project IS NOT NULL) AND "
@@ -73,7 +83,7 @@ def _ranked(service: "MemoryService", where: str | None, project: str | None,
         if all((len(xs) >= CANDIDATES and xs[CANDIDATES - 1][0] >= bound) or store.count(rest) == 0
                for xs, rest in lists):
             return mine, other
-        window *= 4
+        take *= 4
 
 
 def session_digest(service: "MemoryService", *, project: str | None, budget: int,
