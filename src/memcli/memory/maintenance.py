@@ -42,6 +42,9 @@ VECTOR_INDEX_KIND = "IVF_FLAT"
 # store rewrote it all)
 COMPACT_ROWS = 1 << 18
 NPROBE_SHARE = 0.25
+# At 1M rows (1,000 partitions) 15% probed found 0.977 of exact's vector top 5 and recall's 0.990 in 18 ms, 25%
+# 0.997 in 36 ms: bigger indexes probe a share that falls as 1/sqrt(partitions) (4.7 sqrt(p)), at most 25%.
+NPROBE_SQRT = 4.7
 KEYWORD_NOTE_SECONDS = 60.0  # a damaged keyword index is logged at most once a minute per process
 # The background maintainer (a server's): how often it looks, and after how many new rows it folds them into
 # the keyword and scalar indexes (rows outside the keyword index are scored with statistics of their own: an
@@ -57,7 +60,8 @@ def vector_partitions(rows: int) -> int:
 def vector_nprobes(rows: int) -> int:
     """Partitions probed per search: a share of those of an index over ``rows`` rows (it was built over
     fewer, at most half as many: a few more are probed, never fewer)."""
-    return max(1, math.ceil(NPROBE_SHARE * vector_partitions(rows)))
+    p = vector_partitions(rows)
+    return max(1, math.ceil(min(NPROBE_SHARE * p, NPROBE_SQRT * math.sqrt(p))))
 
 
 def _vector_config(rows: int) -> Any:
