@@ -76,7 +76,7 @@ def test_recall_through_the_ann_index_filters_before_top_k(service: MemoryServic
     rare = service.remember("routine operations log entry about the pager", tags=["pager"]).memory_id
     other = service.remember("routine operations log entry about the pager", namespace="elsewhere").memory_id
     assert service.store.ensure_vector_index(force=True)
-    assert service.store.vector_nprobes("vector") == 1  # one HNSW graph at this size
+    assert service.store.vector_nprobes("vector") == 5  # IVF_FLAT: a quarter of √402 = 20 partitions
     assert [h.memory.id for h in service.recall("operations log", top_k=5, tags=["pager"])] == [rare]
     assert [h.memory.id for h in service.recall("the pager", top_k=3, namespace="elsewhere")] == [other]
     vec_only = service.recall("routine operations log entry about the pager", top_k=3, mode="vector")
@@ -86,10 +86,10 @@ def test_recall_through_the_ann_index_filters_before_top_k(service: MemoryServic
 def test_context_vectors_get_an_index_once_some_memory_has_context(service: MemoryService) -> None:
     service.remember_many([NewMemory(content=f"plain standalone note {i}") for i in range(300)])
     assert service.store.ensure_vector_index(force=True)
-    assert service.store.vector_nprobes("vector") == 1
+    assert service.store.vector_nprobes("vector") == 5  # IVF_FLAT: a quarter of √300 ≈ 17 partitions
     assert service.store.vector_nprobes("context_vector") is None  # never searched without context
     service.remember("which port does the billing service listen on", thread="chat-1")
     answer = service.remember("8443, behind the internal load balancer", thread="chat-1").memory_id
     assert service.store.ensure_vector_index(force=True)
-    assert service.store.vector_nprobes("context_vector") == 1
+    assert service.store.vector_nprobes("context_vector") == 5
     assert answer in [h.memory.id for h in service.recall("billing service port", top_k=3)]

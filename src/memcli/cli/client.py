@@ -69,5 +69,5 @@ class Client:
     def history(self, ref: str, **kwargs: Any) -> list[Any]:
         return self._call("history", ref, **kwargs)
 
-    def import_records(self, records: list[Any], **kwargs: Any) -> dict[str, int]:
+    def import_records(self, records: Any, **kwargs: Any) -> dict[str, int]:
         return self._call("import_records", records, **kwargs)

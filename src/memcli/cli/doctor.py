@@ -275,9 +275,29 @@ def _store_health(cfg: Any, store: Any) -> list[Check]:
                                 "run `memcli compact`"))
         else:
             checks.append(Check("fragments", "ok", f"{frags} (compaction at {limit})"))
+        if not any(c.name == "vector index" for c in checks):  # a damaged one is named above
+            checks.append(_vector_index_check(store, n))
     except _CHECK_ERRORS as exc:
         checks.append(Check("store health", "fail", _msg(exc), "run `memcli compact`; if it fails, export and re-import"))
     return checks
+
+
+def _vector_index_check(store: Any, n: int) -> Check:
+    """What the ANN index holds: rows inside it, rows outside it (searched exactly), or exact search below the
+    size that needs one. ``memcli serve`` builds and refreshes it in the background."""
+    from memcli.memory.maintenance import VECTOR_INDEX_MIN_ROWS
+
+    vec = [ix for ix in store.index_status() if ix["kind"].upper().startswith("IVF") and ix["column"] == "vector"]
+    if not vec:
+        if n < VECTOR_INDEX_MIN_ROWS:
+            return Check("vector index", "ok", f"none yet: exact search (built from {VECTOR_INDEX_MIN_ROWS:,} memories)")
+        return Check("vector index", "warn", f"none over {n:,} memories: every recall searches them all exactly",
+                     "run `memcli serve` (it builds it in the background) or `memcli compact`")
+    ix = vec[0]
+    text = f"{ix['kind']}: {ix['indexed_rows']:,} memories indexed, {ix['unindexed_rows']:,} newer ones searched exactly"
+    stale = ix["unindexed_rows"] >= max(5000, 0.1 * ix["indexed_rows"])
+    return Check("vector index", "warn" if stale else "ok", text + (" (stale: rebuilt by the server's maintenance or "
+                 "`memcli compact`)" if stale else ""), "run `memcli compact`" if stale else "")
 
 
 def _read_every_row(store: Any) -> Check:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -13,7 +14,7 @@ from typing import Any, List, Optional, TextIO
 import typer
 
 from memcli.cli.context import use_json
-from memcli.cli.output import emit, esc, out
+from memcli.cli.output import emit, esc, out, progress
 from memcli.errors import MemcliError, ValidationError
 
 FORMATS = ("jsonl", "json", "md")
@@ -43,13 +44,18 @@ def register(app: typer.Typer) -> None:
         if fmt not in FORMATS:
             raise typer.BadParameter(f"unknown format {format_!r}: use jsonl, json or md", param_hint="--format")
         svc = st.service()
-        # materialised first: the core validates the filters lazily, and a bad filter must fail before any output
-        mems = list(svc.export(namespace=namespace, scope=scope, tags=tag, with_vectors=with_vectors and fmt != "md",
-                               include_archived=include_archived))
+        # streamed (flat memory at a million memories); its first memory is read before any output: the core
+        # validates the filters lazily, and a bad filter must fail before anything is written
+        stream = iter(svc.export(namespace=namespace, scope=scope, tags=tag,
+                                 with_vectors=with_vectors and fmt != "md", include_archived=include_archived))
+        first = next(stream, None)
+        head = [] if first is None else [first]
         header = {"memcli_export": EXPORT_VERSION, "embedder": svc.store.stored_identity,
                   "exported_at": _now_ms()}
         if output is None:
-            n = write_export(sys.stdout, fmt, header, mems, with_vectors=with_vectors)
+            with progress("Exporting") as bar:
+                n = write_export(sys.stdout, fmt, header, _counted(itertools.chain(head, stream), bar, svc),
+                                 with_vectors=with_vectors)
             sys.stdout.flush()
             return
         path = output.expanduser()
@@ -59,8 +65,9 @@ def register(app: typer.Typer) -> None:
             raise ValidationError(f"cannot write {path}: the directory {path.parent} does not exist")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-                n = write_export(fh, fmt, header, mems, with_vectors=with_vectors)
+            with open(tmp, "w", encoding="utf-8", newline="\n") as fh, progress("Exporting") as bar:
+                n = write_export(fh, fmt, header, _counted(itertools.chain(head, stream), bar, svc),
+                                 with_vectors=with_vectors)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)  # a half-written export never replaces a good one
@@ -70,6 +77,22 @@ def register(app: typer.Typer) -> None:
             tmp.unlink(missing_ok=True)
         emit({"ok": True, "exported": n, "format": fmt, "path": str(path)}, st.json,
              lambda d: out.print(f"[green]Exported[/green] {d['exported']} memories to {esc(d['path'])}"))
+
+
+def _counted(mems: Iterator[Any], bar: Any, svc: Any) -> Iterator[Any]:
+    """The memories as they are written, told to the progress bar (when there is one) every 500."""
+    if bar is None:
+        yield from mems
+        return
+    count = getattr(svc.store, "count", None)  # a team server's client knows no count: the bar counts up
+    total = count() if callable(count) else 0
+    n = 0
+    for m in mems:
+        yield m
+        n += 1
+        if n % 500 == 0:
+            bar(n, max(total, n))
+    bar(n, max(total, n))
 
 
 def _now_ms() -> int:
@@ -88,10 +111,16 @@ def write_export(fh: TextIO, fmt: str, header: dict[str, Any], mems: Iterable[An
             fh.write(_dumps(m.record(with_vector=with_vectors)) + "\n")
             n += 1
         return n
-    if fmt == "json":
-        recs = [m.record(with_vector=with_vectors) for m in mems]
-        fh.write(json.dumps({**header, "memories": recs}, ensure_ascii=False, indent=1) + "\n")
-        return len(recs)
+    if fmt == "json":  # written memory by memory (the document as json.dumps(..., indent=1) lays it out)
+        head = json.dumps({**header, "memories": []}, ensure_ascii=False, indent=1)
+        fh.write(head[:head.rindex("[") + 1])
+        n = 0
+        for m in mems:
+            rec = json.dumps(m.record(with_vector=with_vectors), ensure_ascii=False, indent=1)
+            fh.write(("," if n else "") + "\n" + "\n".join("  " + line for line in rec.splitlines()))
+            n += 1
+        fh.write(("\n ]" if n else "]") + "\n}\n")
+        return n
     mem_list = list(mems)
     for line in _markdown(header, mem_list):
         fh.write(line + "\n")

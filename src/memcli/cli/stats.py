@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import typer
@@ -37,7 +38,21 @@ def _human(d: dict[str, Any]) -> None:
     summary.add_row("embedder", plain(f"{emb.get('provider')}:{emb.get('model')} ({emb.get('dim')} dims)"))
     summary.add_row("fragments", str(d.get("fragments")))
     summary.add_row("indexes", ", ".join(d.get("indexes") or []) or "none")
+    if d.get("maintenance_due"):
+        summary.add_row("maintenance due", ", ".join(d["maintenance_due"]) + " (the server does it in the "
+                        "background; or `memcli compact`)")
     out.print(summary)
+    if d.get("index_status"):
+        t = Table(title="indexes", header_style="bold")
+        for col, just in (("index", "left"), ("kind", "left"), ("column", "left"), ("rows indexed", "right"),
+                          ("rows outside", "right"), ("built", "left")):
+            t.add_column(col, justify=just)  # type: ignore[arg-type]
+        for ix in d["index_status"]:
+            built = ix.get("built_at")
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(built / 1000)) if built else ""
+            t.add_row(plain(ix["name"]), plain(ix["kind"]), plain(ix["column"]), f"{ix['indexed_rows']:,}",
+                      f"{ix['unindexed_rows']:,}", when)
+        out.print(t)
     for title, key in (("namespaces", "namespaces"), ("scopes", "scopes"), ("top tags", "tags")):
         counts = d.get(key) or {}
         if not counts:

@@ -38,19 +38,32 @@ class HashEmbedder(Embedder):
 
     def __init__(self, dim: int = 64) -> None:
         self.dim = dim
+        # feature -> (index, sign): words and trigrams repeat across texts, and hashing each again was most
+        # of an import's time with this embedder (bench/scale.py)
+        self._slots: dict[str, tuple[int, float]] = {}
+
+    def _slot(self, f: str) -> tuple[int, float]:
+        hit = self._slots.get(f)
+        if hit is None:
+            h = hashlib.blake2b(f.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            if len(self._slots) > 500_000:
+                self._slots.clear()
+            hit = self._slots[f] = (int.from_bytes(h[:4], "little") % self.dim, 1.0 if h[4] & 1 else -1.0)
+        return hit
 
     def relevance(self) -> Relevance:
         return HashRelevance()
 
     def _one(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, dtype=np.float32)
+        acc = [0.0] * self.dim  # sums of ±1 (exact in floats): the same vector as adding into the array
         low = text.casefold()
         feats = _WORD_RE.findall(low)
         feats += [low[i:i + 3] for i in range(max(0, len(low) - 2))]
+        slot = self._slot
         for f in feats or [low or " "]:
-            h = hashlib.blake2b(f.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-            idx = int.from_bytes(h[:4], "little") % self.dim
-            v[idx] += 1.0 if h[4] & 1 else -1.0
+            idx, sign = slot(f)
+            acc[idx] += sign
+        v = np.array(acc, dtype=np.float32)
         if not np.any(v):
             v[0] = 1.0
         return v

@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 from memcli.hooks.render import INDEX_TITLE, block, fill, index_lines
+from memcli.memory.reader import quote
 from memcli.memory.search import build_where
 from memcli.models import Memory, now_ms
 
@@ -21,6 +22,7 @@ HEADER = ("Shared memory (memcli): what you and other agents on this machine or 
           "most important and most recent first. Use what helps; `memcli recall \"<query>\"` searches more, "
           "`memcli get <id>` shows one in full.")
 CANDIDATES = 40
+WINDOW_ROWS = 2_000  # the newest memories the digest reads first (×4 until they hold the best)
 RECENCY_HALF_LIFE_DAYS = 14.0
 
 
@@ -29,6 +31,59 @@ def rank(importance: float, created_at: int, tags: list[str] | None, now: int) -
     recency = math.exp(-math.log(2) * age_days / RECENCY_HALF_LIFE_DAYS)
     turn_penalty = 0.2 if tags and "turn" in tags else 0.0
     return float(importance or 0.0) + 0.4 * recency - turn_penalty
+
+
+def _ranked(service: "MemoryService", where: str | None, project: str | None,
+            now: int) -> tuple[list[tuple[float, int, str]], list[tuple[float, int, str]]] | None:
+    """This project's and the other memories as (score, created_at, id), best first (None: no memory at all),
+    exact in their first CANDIDATES. Rows are read from the newest WINDOW_ROWS (and every one of more than the
+    default importance), ×4 until no row outside can rank among the first CANDIDATES of either list (one outside
+    scores below 0.5 + 0.4 × the recency of the window's oldest): at a million memories reading them all as
+    rows took seconds; the window's edge is found in one column, in C."""
+    import numpy as np
+
+    from memcli.errors import StoreError
+
+    store = service.store
+    cols = ["id", "project", "importance", "created_at", "tags"]
+    base = f"({where})" if where else "TRUE"
+    try:
+        stamps = store.reader.snapshot().to_table(columns=["created_at"], filter=where or None) \
+            .column("created_at").to_numpy()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
+    if not len(stamps):
+        return None
+    take = WINDOW_ROWS
+    while True:
+        full = take >= len(stamps)  # every memory is inside
+        cut = 0 if full else int(np.partition(stamps, len(stamps) - take)[len(stamps) - take])
+        rows = store.column_values(where if full else f"{base} AND (created_at >= {cut} OR importance > 0.5)", cols)
+        mine, other = [], []
+        for r in rows:
+            score = rank(r["importance"], r["created_at"], r["tags"], now)
+            if project and r["project"] == project:
+                mine.append((score, r["created_at"], r["id"]))
+            elif not (r["tags"] and "turn" in r["tags"]):
+                # another project's captured turns are its conversation log: recalled when relevant to a prompt,
+                # not worth a place in this project's digest
+                other.append((score, r["created_at"], r["id"]))
+        mine.sort(reverse=True)
+        other.sort(reverse=True)
+        if full:
+            return mine, other
+        bound = 0.5 + 0.4 * math.exp(-math.log(2) * (max(0, now - cut) / 86_400_000) / RECENCY_HALF_LIFE_DAYS)
+        outside = f"{base} AND created_at < {cut} AND (importance IS NULL OR importance <= 0.5)"
+        ours = f"project = {quote(project)}" if project else "FALSE"
+        lists = [(other, f"{outside} AND NOT ({ours} AND project IS NOT NULL) AND "
+                         "(tags IS NULL OR NOT array_has(tags, 'turn'))")]
+        if project:
+            lists.append((mine, f"{outside} AND {ours}"))
+        # a list is settled when its first CANDIDATES outscore any row outside, or no row of it is outside
+        if all((len(xs) >= CANDIDATES and xs[CANDIDATES - 1][0] >= bound) or store.count(rest) == 0
+               for xs, rest in lists):
+            return mine, other
+        take *= 4
 
 
 def session_digest(service: "MemoryService", *, project: str | None, budget: int,
@@ -40,20 +95,10 @@ def session_digest(service: "MemoryService", *, project: str | None, budget: int
     where = build_where(namespace=service.namespace, project=project if project_only else None, now=now)
     # what is current only: a memory a later one changed is never shown without it, so not at all here
     where = f"{where} AND outdated_by IS NULL" if where else "outdated_by IS NULL"
-    rows = service.store.column_values(where, ["id", "project", "importance", "created_at", "tags"])
-    if not rows:
+    found = _ranked(service, where, project, now)
+    if found is None:
         return None, []
-    mine, other = [], []
-    for r in rows:
-        score = rank(r["importance"], r["created_at"], r["tags"], now)
-        if project and r["project"] == project:
-            mine.append((score, r["created_at"], r["id"]))
-        elif not (r["tags"] and "turn" in r["tags"]):
-            # another project's captured turns are its conversation log: recalled when relevant to a prompt,
-            # not worth a place in this project's digest
-            other.append((score, r["created_at"], r["id"]))
-    mine.sort(reverse=True)
-    other.sort(reverse=True)
+    mine, other = found
     pick = [i for _, _, i in mine[:CANDIDATES]] + [i for _, _, i in other[:CANDIDATES]]
     by_id = {m.id: m for m in service.store.get_many(pick)}
     mine_m: list[Memory] = [by_id[i] for _, _, i in mine[:CANDIDATES] if i in by_id]

@@ -10,7 +10,7 @@ fetch after it use one snapshot: the row ids a search returns stay valid for the
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -45,6 +45,11 @@ def id_like(compact: str, column: str = "id") -> str:
 class Reader:
     """The latest snapshot of one lance dataset, and the queries memcli makes on it."""
 
+    # An ANN search reads refine_factor × k candidates' full vectors to re-rank them exactly (recall@5
+    # against exact search at 1M rows: bench/scale.py). ``exact``: never the index (benches compare with it).
+    refine_factor: int | None = None
+    exact = False
+
     def __init__(self, dataset: Any) -> None:
         self._ds = dataset
         self._lock = threading.Lock()
@@ -78,6 +83,10 @@ class Reader:
                                    "metric": "cosine"}
         if nprobes:
             nearest["nprobes"] = nprobes
+            if self.refine_factor:
+                nearest["refine_factor"] = self.refine_factor
+        if self.exact:
+            nearest["use_index"] = False
         return snapshot.to_table(columns=list(columns) + ["_distance"], filter=where or None, prefilter=True,
                                  nearest=nearest, with_row_id=True,
                                  disable_scoring_autoprojection=True).to_pylist()
@@ -97,3 +106,29 @@ class Reader:
             return []
         rows = snapshot._take_rows(list(rowids), columns=[*columns, "_rowid"]).to_pylist()
         return [(int(r.pop("_rowid")), r) for r in rows]
+
+    def sorted_rowids(self, snapshot: Any, where: str | None, *, newest_first: bool,
+                      limit: int | None = None) -> list[int]:
+        """The row ids of the matching rows by (created_at, id), oldest or newest first, the first ``limit``
+        only. Only the sort keys are read and they stay in arrow (at 1M rows a sort of Python dicts took
+        seconds); arrow's select_k finds a page without sorting the rest."""
+        import pyarrow.compute as pc
+
+        keys = snapshot.to_table(columns=["created_at", "id"], filter=where or None, with_row_id=True)
+        way = "descending" if newest_first else "ascending"
+        order = [("created_at", way), ("id", way)]
+        if limit is not None and limit < keys.num_rows:
+            keys = pc.take(keys, pc.select_k_unstable(keys, k=limit, sort_keys=order))
+        return pc.take(keys.column("_rowid"), pc.sort_indices(keys, sort_keys=order)).to_pylist()
+
+    def sorted_batches(self, snapshot: Any, where: str | None, columns: Sequence[str],
+                       batch_size: int) -> Iterator[list[dict[str, Any]]]:
+        """The matching rows oldest first, ``batch_size`` at a time, read by row id: only the sort keys are held
+        (~50 bytes a row). Columns an older schema lacks are left out."""
+        have = set(snapshot.schema.names)
+        cols = [c for c in columns if c in have]
+        rowids = self.sorted_rowids(snapshot, where, newest_first=False)
+        for start in range(0, len(rowids), batch_size):
+            ids = rowids[start:start + batch_size]
+            rows = dict(self.take(snapshot, ids, cols))
+            yield [rows[i] for i in ids if i in rows]

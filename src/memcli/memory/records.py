@@ -3,7 +3,8 @@ records back (validated, with their vectors reused only when they are sound)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
     from memcli.memory.store import MemoryStore
 
 Progress = Callable[[int, int], None]
+# Records read, checked, embedded and committed at a time by an import: one commit (one table version and one
+# audit append) per chunk. 64-record commits made 5,213 versions of a 300k-row import, each merge scanning a
+# larger table; a chunk holds ~10 MB of rows (e5's 384-dim vectors), so memory stays flat in the file's size.
+IMPORT_CHUNK = 4096
+# Every this many rows an import folds them into the id index: each chunk's id look-up and merge scan only the
+# rows outside it, and without the fold that was every row of the import so far (rows/CPU s fell 2,770 → 2,120
+# from the first 100k rows of a 1M import to the fourth: bench/scale.py)
+IMPORT_FOLD_ROWS = 65_536
 
 
 def embed_memories(embedder: "Embedder", mems: Sequence[Memory], progress: Progress | None = None,
@@ -162,15 +171,17 @@ def namespaced_id(memory_id: str, namespace: str) -> str:
     return f"{v[:8]}-{v[8:12]}-{v[12:16]}-{v[16:20]}-{v[20:]}"
 
 
-def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]]) -> list[tuple[Memory, Any]]:
+def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]],
+                     fresh: set[str] | frozenset[str] = frozenset()) -> list[tuple[Memory, Any]]:
     """The imported memories (with their vectors) that their namespace does not hold yet, each id once. An
     id is only looked up within the memory's namespace; one that another namespace holds takes
     :func:`namespaced_id` instead, so whether an id exists elsewhere changes nothing a caller sees (the same
     memory may be in two spaces). Within the batch the first record with an id wins: a later one with the same
     id in the same namespace is skipped like one already stored (ids stay unique), and one in another namespace
-    takes :func:`namespaced_id` too."""
+    takes :func:`namespaced_id` too. Ids in ``fresh`` were just made (UUIDv7): they are not looked up."""
     def owners(ids: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
+        ids = [i for i in ids if i not in fresh]
         for start in range(0, len(ids), 500):
             found.update({m.id: m.namespace for m in store.get_many(ids[start:start + 500])})
         return found
@@ -192,6 +203,89 @@ def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]]) -> li
     return out
 
 
+# Imported records without links of their own are checked for updates (facts/update.py) one vector search
+# each: ~1 ms at 10k rows, so a big dump (a million-row bench file) would import at a fraction of its speed.
+# Past this many, `memcli distill` links the rest (it links what the writes missed before it plans).
+LINK_IMPORTED = 20_000
+
+
+def import_records(svc: Any, records: Iterable[Any], *, vectors_identity: dict[str, Any] | None = None,
+                   progress: Progress | None = None, batch: int = 64, keep_secrets: bool = False,
+                   total: int | None = None, chunk: int = IMPORT_CHUNK) -> dict[str, int]:
+    """``MemoryService.import_records`` (``svc``: that service): records streamed ``chunk`` at a time (an iterator is never held
+    whole), each chunk one lookup of its ids, embedding batches of ``batch`` and one commit. A list is checked
+    whole before anything is written (a bad record imports nothing); an iterator's caller checks it first
+    (``memcli import`` reads the file twice). Maintenance (compaction, index upkeep) runs once, at the end.
+    ``progress(done, total)``: ``total`` is ``len(records)`` for a list, else as given (0: unknown)."""
+    from memcli.memory.audit import AuditEvent
+    from memcli.memory.store import same_embedder
+    from memcli.models import write_note
+
+    if isinstance(records, Sequence):
+        for i, raw in enumerate(records):
+            with record_number(i, raw) as r:
+                record_to_memory(r)
+        total = len(records)
+    from memcli.memory.current import link_imported
+
+    reuse = vectors_identity is not None and same_embedder(vectors_identity, svc.embedder.identity())
+    dim = svc.embedder.dim
+    it = iter(records)
+    read = added = linked = 0
+    unlinked = 0  # records past LINK_IMPORTED that came without links: `memcli distill` links them
+    while True:
+        raws = list(itertools.islice(it, chunk))
+        if not raws:
+            break
+        mems: list[tuple[Memory, Any]] = []
+        fresh_ids: set[str] = set()  # ids made here (the record had none): no store can hold them yet
+        bare: set[str] = set()  # records with no links of their own (an older export, another tool)
+        for i, raw in enumerate(raws, read):
+            with record_number(i, raw) as r:
+                vec = reusable_vector(r.get("vector"), dim) if reuse else None
+                if vec is not None:  # context vector: its own if exported, else the same vector
+                    cvec = reusable_vector(r.get("context_vector"), dim)
+                    vec = (vec, cvec if cvec is not None else vec)
+                mem = record_to_memory(r)
+                if not (r.get("id") or r.get("memory_id")):
+                    fresh_ids.add(mem.id)
+                if "outdated_by" not in r and "updates" not in r:
+                    bare.add(mem.id)
+            text = (mem.content, mem.context)
+            if not keep_secrets and redact_memory(mem) and (mem.content, mem.context) != text:
+                vec = None  # the vectors of the text as it was: embed what is stored
+            mems.append((mem, vec))
+        read += len(raws)
+        todo = sorted(not_in_namespace(svc.store, mems, fresh=fresh_ids), key=lambda p: (p[0].created_at, p[0].id))
+        need = [m for m, v in todo if v is None]
+        own, ctx = embed_memories(svc.embedder, need, batch=batch) if need else ([], [])
+        vectors = iter(zip(own, ctx))
+        rows = [memory_to_row(m, *(v if v is not None else next(vectors))) for m, v in todo]
+        n = svc.store.insert(rows, maintain=False) if rows else 0
+        if (added + n) // IMPORT_FOLD_ROWS > added // IMPORT_FOLD_ROWS:
+            svc.store.fold_key_indexes()
+        added += n
+        if n:
+            actor = svc._actor("import")
+            note = write_note(keep_secrets)
+            svc.store.audit.record([AuditEvent(memory_id=m.id, action="import", actor=actor, namespace=m.namespace,
+                                               version=m.version, note=note) for m, _ in todo])
+        # records without links are linked as if each had been remembered then (in time order within a
+        # chunk; memcli's exports are oldest first): one vector search each, so only the first LINK_IMPORTED
+        link = [(m, row["vector"]) for (m, _), row in zip(todo, rows) if m.id in bare]
+        room = max(0, LINK_IMPORTED - (linked + unlinked))
+        if link[:room]:
+            link_imported(svc, link[:room], svc._actor("import"))
+        linked += len(link[:room])
+        unlinked += len(link[room:])
+        if progress:
+            progress(read, max(total or 0, read))
+    if added:
+        svc.store.after_import(added)
+    out = {"read": read, "added": added, "skipped": read - added}
+    return {**out, "unlinked": unlinked} if unlinked else out
+
+
 def reembed_all(store: "MemoryStore", embedder: "Embedder", *, progress: Callable[[int, int], None] | None = None,
                 batch: int = 64) -> dict[str, Any]:
     """Every memory re-embedded with ``embedder`` into a new table, then the store switched to it (``memcli
@@ -203,13 +297,18 @@ def reembed_all(store: "MemoryStore", embedder: "Embedder", *, progress: Callabl
     new = store.new_table(name, int(identity["dim"]))
     total = store.count()
     done = 0
+    pending: list[dict[str, Any]] = []  # one commit per IMPORT_CHUNK rows (one per 64 made 15k versions at 1M)
     for mems in store.iter_batches(None, batch_size=batch):
         own, ctx = embed_memories(embedder, mems)
-        rows = [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
-        new.add(pa.Table.from_pylist(rows, schema=new.schema))
+        pending += [memory_to_row(m, v, c) for m, v, c in zip(mems, own, ctx)]
+        if len(pending) >= IMPORT_CHUNK:
+            new.add(pa.Table.from_pylist(pending, schema=new.schema))
+            pending = []
         done += len(mems)
         if progress:
             progress(done, total)
+    if pending:
+        new.add(pa.Table.from_pylist(pending, schema=new.schema))
     if new.count_rows() != total:
         raise ValidationError("the store changed during reindex; run it again")
     store.activate(name, identity)

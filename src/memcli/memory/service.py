@@ -13,15 +13,8 @@ from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.memory.activity import daily_counts, scope_counts, store_stats
 from memcli.memory import current
 from memcli.memory.audit import AuditEvent, clip, diff
-from memcli.memory.records import (
-    embed_memories,
-    not_in_namespace,
-    record_number,
-    record_to_memory,
-    redact_memory,
-    reembed_all,
-    reusable_vector,
-)
+from memcli.memory.records import embed_memories, redact_memory, reembed_all
+from memcli.memory.records import import_records as import_stream
 from memcli.memory.rows import memory_to_row
 from memcli.memory.search import (
     SearchOptions,
@@ -578,56 +571,18 @@ class MemoryService:
         where = build_where(namespace=validate_namespace(namespace) if namespace else None,
                             scopes=[normalise_scope(scope)] if scope else None, tags=validate_tags(tags),
                             include_expired=include_expired, now=now_ms(), include_archived=include_archived)
-        mems = [m for batch in self.store.iter_batches(where, with_vector=with_vectors) for m in batch]
-        mems.sort(key=lambda m: (m.created_at, m.id))
-        yield from mems
+        for batch in self.store.iter_sorted(where, with_vector=with_vectors):  # streamed: flat memory at 1M
+            yield from batch
 
     def import_records(self, records: Iterable[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
-                       progress: Progress | None = None, batch: int = 64, keep_secrets: bool = False) -> dict[str, int]:
-        """Import full-fidelity records (export's JSONL). Idempotent by id within the record's namespace (an
-        id another namespace holds is imported under an id derived from both: the same memory may be in two
-        spaces); vectors reused when the exporting embedder matches and redaction changed nothing, else
-        re-embedded. Secrets are redacted unless ``keep_secrets``."""
-        from memcli.memory.store import same_embedder
-
-        reuse = vectors_identity is not None and same_embedder(vectors_identity, self.embedder.identity())
-        recs = list(records)
-        mems: list[tuple[Memory, Any]] = []
-        for i, raw in enumerate(recs):
-            with record_number(i, raw) as r:
-                vec = reusable_vector(r.get("vector"), self.embedder.dim) if reuse else None
-                if vec is not None:  # context vector: its own if exported, else the same vector
-                    cvec = reusable_vector(r.get("context_vector"), self.embedder.dim)
-                    vec = (vec, cvec if cvec is not None else vec)
-                mem = record_to_memory(r)
-            text = (mem.content, mem.context)
-            if not keep_secrets and redact_memory(mem) and (mem.content, mem.context) != text:
-                vec = None  # the vectors of the text as it was: embed what is stored
-            mems.append((mem, vec))
-        todo = sorted(not_in_namespace(self.store, mems), key=lambda p: (p[0].created_at, p[0].id))  # in time order
-        # records that carry no links of their own (an older export, another tool) are linked as if remembered then
-        unlinked = {m.id for (m, _), raw in zip(mems, recs) if isinstance(raw, dict)
-                    and "outdated_by" not in raw and "updates" not in raw}
-        linking: list[tuple[Memory, Any]] = []
-        added = 0
-        for start in range(0, len(todo), batch):
-            chunk = todo[start:start + batch]
-            need = [m for m, v in chunk if v is None]
-            own, ctx = embed_memories(self.embedder, need) if need else ([], [])
-            fresh = iter(zip(own, ctx))
-            rows = [memory_to_row(m, *(v if v is not None else next(fresh))) for m, v in chunk]
-            n = self.store.insert(rows)
-            added += n
-            linking += [(m, row["vector"]) for (m, _), row in zip(chunk, rows) if m.id in unlinked]
-            if n:
-                self._audit([AuditEvent(memory_id=m.id, action="import", actor=self._actor("import"),
-                                        namespace=m.namespace, version=m.version, note=write_note(keep_secrets))
-                             for m, _ in chunk])
-            if progress:
-                progress(min(start + batch, len(todo)), len(todo))
-        if linking:
-            current.link_imported(self, linking, self._actor("import"))
-        return {"read": len(recs), "added": added, "skipped": len(recs) - added}
+                       progress: Progress | None = None, batch: int = 64, keep_secrets: bool = False,
+                       total: int | None = None) -> dict[str, int]:
+        """Import full-fidelity records (export's JSONL), streamed chunk by chunk (:func:`records.import_records`).
+        Idempotent by id within the record's namespace (an id another namespace holds is imported under an id
+        derived from both: the same memory may be in two spaces); vectors reused when the exporting embedder
+        matches and redaction changed nothing, else re-embedded. Secrets are redacted unless ``keep_secrets``."""
+        return import_stream(self, records, vectors_identity=vectors_identity, progress=progress, batch=batch,
+                             keep_secrets=keep_secrets, total=total)
 
     # ------------------------------------------------------------------ maintenance
     def stats(self) -> dict[str, Any]:

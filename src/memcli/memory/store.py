@@ -273,10 +273,10 @@ class MemoryStore(IndexMaintenance):
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
 
-    def insert(self, rows: list[dict[str, Any]]) -> int:
+    def insert(self, rows: list[dict[str, Any]], *, maintain: bool = True) -> int:
         """Insert rows whose id is new; rows with an existing id are left alone, and so is a row whose id an
         earlier row of ``rows`` has (merge_insert matches against the table only: it would insert both).
-        Returns rows inserted."""
+        Returns rows inserted. ``maintain=False``: the caller maintains (an import: :meth:`after_import`)."""
         first: dict[str, dict[str, Any]] = {}
         for r in rows:
             first.setdefault(r["id"], r)
@@ -288,7 +288,8 @@ class MemoryStore(IndexMaintenance):
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
         res = self.commit(lambda: self.table.merge_insert("id").when_not_matched_insert_all().execute(data),
                            "writing to the store")
-        self.after_write(rows)
+        if maintain:
+            self.after_write(rows)
         return int(res.num_inserted_rows)
 
     def add(self, rows: list[dict[str, Any]], *, maintain: bool = True) -> int:
@@ -401,27 +402,34 @@ class MemoryStore(IndexMaintenance):
 
     def iter_batches(self, where: str | None = None, *, with_vector: bool = False,
                      batch_size: int = 1000) -> Iterator[list[Memory]]:
-        """Stream every matching memory in batches (export, reindex)."""
-        ds = self.reader.snapshot()
-        have = set(ds.schema.names)  # an older schema (reindex migrates it) lacks some columns
-        cols = [c for c in COLUMNS + (VECTOR_COLUMNS if with_vector else []) if c in have]
-        batches = iter(ds.to_batches(columns=cols, filter=where, batch_size=batch_size))
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                return
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
-            yield [row_to_memory(r, with_vector=with_vector) for r in batch.to_pylist()]
+        """Stream every matching memory in batches, in storage order (reindex)."""
+        snap = self.reader.snapshot()  # an older schema (reindex migrates it) lacks some columns
+        cols = [c for c in COLUMNS + (VECTOR_COLUMNS if with_vector else []) if c in set(snap.schema.names)]
+        try:
+            for batch in snap.to_batches(columns=cols, filter=where, batch_size=batch_size):
+                yield [row_to_memory(r, with_vector=with_vector) for r in batch.to_pylist()]
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
+
+    def iter_sorted(self, where: str | None = None, *, with_vector: bool = False,
+                    batch_size: int = 1000) -> Iterator[list[Memory]]:
+        """Every matching memory oldest first (by created_at, then id), in batches, on one snapshot (export)."""
+        try:
+            for rows in self.reader.sorted_batches(self.reader.snapshot(), where,
+                                                   COLUMNS + (VECTOR_COLUMNS if with_vector else []), batch_size):
+                yield [row_to_memory(r, with_vector=with_vector) for r in rows]
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
 
     def page(self, where: str | None, *, limit: int, offset: int = 0) -> list[Memory]:
-        """Newest first (by created_at, then id), exact filters, paged."""
-        keys = self.read_rows(where, ["id", "created_at"])
-        keys.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
-        ids = [r["id"] for r in keys[offset: offset + limit]]
-        by_id = {m.id: m for m in self.get_many(ids)}
-        return [by_id[i] for i in ids if i in by_id]
+        """Newest first (by created_at, then id), exact filters, paged: only the page's rows are read."""
+        snap = self.reader.snapshot()
+        try:
+            rowids = self.reader.sorted_rowids(snap, where, newest_first=True, limit=offset + limit)[offset:]
+            rows = dict(self.reader.take(snap, rowids, COLUMNS))
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
+        return [row_to_memory(rows[r]) for r in rowids if r in rows]
 
     def find(self, where: str, limit: int = 10) -> list[Memory]:
         return [row_to_memory(r) for r in self.read_rows(where, COLUMNS, limit)]
@@ -432,8 +440,7 @@ class MemoryStore(IndexMaintenance):
         except (OSError, RuntimeError, ValueError) as exc:
             raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
 
-    def column_values(self, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
-        return self.read_rows(where, columns)
+    column_values = read_rows  # (where, columns): rows as dicts
 
     # ---------------------------------------------------------------- search
     def vector_search(self, vector: Sequence[float], where: str | None, k: int,
@@ -456,10 +463,8 @@ class MemoryStore(IndexMaintenance):
     def search(self, *, text: str | None, vector: Sequence[float] | None, where: str | None, k: int,
                context: bool = False) -> Candidates:
         """Keyword, own-vector and (``context``) context-vector candidates on one snapshot, as row ids with
-        scores. The searches read no columns (at 100k rows reading five small columns of 50 hits cost
-        ~1.5 ms per search); :meth:`fetch` reads the rows of the few that can win. The keyword search runs
-        in a second thread beside the vector searches (~1 ms less here); reading rows speculatively in
-        those threads was slower (bench/README.md)."""
+        scores, reading no columns (:meth:`fetch` reads the few that can win); the keyword search runs in a
+        second thread beside the vector searches (bench/README.md)."""
         snap = self.reader.snapshot()
         out = Candidates(text=[], vector=[], context=[], snapshot=snap)
         try:
@@ -486,11 +491,9 @@ class MemoryStore(IndexMaintenance):
 
     def keyword_ideal(self, snapshot: Any, text: str, where: str | None) -> float:
         """What a memory matching the whole query would score: Σ over the query's index tokens of the best
-        score that token alone reaches among the filtered memories; a token no memory holds counts as much
-        as the best-scoring present one (it is rarer than any of them). Comparing a hit's BM25 with it tells
-        a strong match (an identifier, most of the query) from an incidental one (one word of several). It
-        needs no document frequencies, which lance does not expose. Per-token values are cached for a
-        while: they move slowly as memories are added."""
+        score that token alone reaches among the filtered memories (a token no memory holds counts as the
+        best present one). A hit's BM25 over it tells a strong match (an identifier, most of the query) from
+        an incidental one; no document frequencies needed (lance exposes none). Cached a while per token."""
         import lance
 
         from memcli.textnorm import FTS_PARAMS

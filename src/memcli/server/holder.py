@@ -41,6 +41,7 @@ RETRY_AFTER = 5.0  # a failed opening is tried again by the first call this long
 SHUTDOWN_WAIT = 30.0  # seconds a shutdown waits for the writes in flight (a busy store retries its commits)
 OPEN_GRACE = 5.0  # ... for an opening still running (nothing written yet; a store that cannot be reached)
 OPEN_THREAD = "memcli-open-store"
+MAINTAIN_THREAD = "memcli-maintain"  # a shutdown does not wait for an index build: the process ends under it
 
 
 def shutting_down() -> StoreError:
@@ -82,6 +83,7 @@ class ServiceHolder:
         self.workers = Workers()  # the background threads of this process's faces, joined at shutdown
         self._shut_down = False
         self._shutdown_lock = threading.Lock()
+        self.maintainer: Any = None  # the store's background upkeep, once the store is open (start_maintainer)
         # team mode (memcli.server.team): turns the shared service into the one the current caller may use
         self.scoper: Callable[["MemoryService"], "MemoryService"] | None = None
 
@@ -161,13 +163,27 @@ class ServiceHolder:
         def run() -> None:
             try:
                 # as long as it takes (a cold start): only calls are bounded
-                embedder = getattr(self.base(wait=3600.0), "embedder", None)  # a team client has none
+                svc = self.base(wait=3600.0)
+                embedder = getattr(svc, "embedder", None)  # a team client has none
                 if embedder is not None:
                     embedder.embed_query("warm up")
             except Exception as exc:  # noqa: BLE001 - reported again on the first real call
                 log.warning("the server is not ready: %s", _message(exc))
+                return
+            self.start_maintainer(svc)
 
         return self.workers.start(run, name="memcli-warm")
+
+    def start_maintainer(self, svc: "MemoryService") -> None:
+        """The store's indexes and fragments kept up in a background thread (memcli.memory.maintenance.Maintainer):
+        the process's writes no longer compact or build an index themselves, so none waits for it."""
+        store = getattr(svc, "store", None)
+        if store is None or not hasattr(store, "maintain") or self.stopping:
+            return
+        from memcli.memory.maintenance import Maintainer
+
+        self.maintainer = Maintainer(store)
+        self.workers.start(self.maintainer.run, self.workers.stopping, name=MAINTAIN_THREAD)
 
     @contextmanager
     def use(self) -> Iterator["MemoryService"]:
@@ -231,7 +247,7 @@ class ServiceHolder:
             else:
                 self._shut_down = True
                 # group commits finish their queue, the drainer its current turn, the warm-up its embedding
-                self.workers.join(timeout, skip=(OPEN_THREAD,))
+                self.workers.join(timeout, skip=(OPEN_THREAD, MAINTAIN_THREAD))
                 self.close(max(0.0, deadline - time.monotonic()))
                 stuck = self.workers.join(min(OPEN_GRACE, max(0.0, deadline - time.monotonic())))
             if self._busy:

@@ -22,8 +22,9 @@ alone imports ``email`` and ``ssl``, ~25 ms); no LanceDB, numpy, httpx or pydant
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -440,22 +441,29 @@ class RemoteService:
             "keep_secrets": keep_secrets or None}))
         return {"read": int(d["read"]), "added": int(d["added"]), "skipped": int(d["skipped"])}
 
-    def import_records(self, records: Sequence[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
-                       progress: Any = None, batch: int = IMPORT_BATCH, keep_secrets: bool = False) -> dict[str, int]:
-        """Import export records through the server, in batches (idempotent by id). Every record is checked
-        here first, as the store opened here would: a bad one imports nothing."""
-        recs = list(records)
-        if self.home is not None:
-            _check_records(recs)
-        total = {"read": 0, "added": 0, "skipped": 0}
-        for start in range(0, len(recs), batch):
-            res = self.import_new(recs[start:start + batch], vectors_identity=vectors_identity,
-                                  keep_secrets=keep_secrets)
-            for k in total:
-                total[k] += res[k]
+    def import_records(self, records: Iterable[dict[str, Any]], *, vectors_identity: dict[str, Any] | None = None,
+                       progress: Any = None, batch: int = IMPORT_BATCH, keep_secrets: bool = False,
+                       total: int | None = None) -> dict[str, int]:
+        """Import export records through the server, in batches (idempotent by id), streamed: an iterator is
+        never held whole. A list is checked here first, as the store opened here would: a bad one imports
+        nothing (an iterator's caller checks it first: ``memcli import`` reads its file twice)."""
+        if isinstance(records, Sequence):
+            if self.home is not None:
+                _check_records(records)
+            total = len(records)
+        it = iter(records)
+        done = 0
+        result = {"read": 0, "added": 0, "skipped": 0}
+        while True:
+            chunk = list(itertools.islice(it, batch))
+            if not chunk:
+                return result
+            res = self.import_new(chunk, vectors_identity=vectors_identity, keep_secrets=keep_secrets)
+            for k in result:
+                result[k] += res[k]
+            done += len(chunk)
             if progress:
-                progress(min(start + batch, len(recs)), len(recs))
-        return total
+                progress(done, max(total or 0, done))
 
     def _server_side(self, *args: Any, **kwargs: Any) -> Any:
         raise ForbiddenError(f"this command changes the whole store: run it on the server ({self.endpoint.url}), "
