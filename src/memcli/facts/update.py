@@ -332,12 +332,21 @@ def changes(older: str, newer: str) -> Change:
     parts = [p for p in _CLAUSE.split(newer) if p.strip()]
     if len(parts) > 1 and len(_tokens(_prepare(parts[0])[0])) >= 3:  # "Never squash …; keep the history."
         first = _changes(older, parts[0])
-        if first.update:
+        if first.update and " / " not in first.before:  # against a part of the later text: one value for one
             return first
     return verdict
 
 
+# What a log of work done opens with ("Fixed the flaky test …", "Renamed x to y in …", "Bumped orjson …"): an
+# event, true once it happened; a later event is another event, never a new value of it.
+_EVENT = re.compile(r"\s*(?:fixed|deleted|renamed|moved|bumped|added|removed|merged|reverted|refactored|"
+                    r"upgraded|downgraded|created|wrote|implemented|replaced|dropped|cleaned|investigated|"
+                    r"debugged|migrated|released|shipped|deployed|tested|reviewed)\b", re.IGNORECASE)
+
+
 def _changes(older: str, newer: str) -> Change:
+    if _EVENT.match(older) or _EVENT.match(newer):
+        return Change(False, "a log of work done: another event, not another value")
     o_text, _ = _prepare(older)
     n_text, marked = _prepare(newer)
     fo, fn = read(o_text), read(n_text)
@@ -371,6 +380,10 @@ def _changes(older: str, newer: str) -> Change:
     if sum(len(r) for r in old_runs) > MAX_ONLY or sum(len(r) for r in new_runs) > MAX_ONLY:
         return Change(False, "more than a value differs", before, after)
     old_plain = [t for r in old_runs for t in r if not t.value]
+    if len(old_runs) > 1 and not (marked or parity) and any(_at_start(ot, r) for r in old_runs):
+        # the earlier text differs in its subject and elsewhere: "Payment events … payments.v1" / "order
+        # events … orders.v2" are two topics, not one topic renamed
+        return Change(False, f"the earlier text differs in {len(old_runs)} places: another subject", before, after)
     if sum(1 for t in old_plain if not t.cjk) > 3 or sum(1 for t in old_plain if t.cjk) > 5 or len(old_runs) > 2:
         return Change(False, "the earlier text says more than a value", before, after)
     if old_runs and mine_o[0] and any(t.cjk and not t.value for t in old_runs[0]):
@@ -396,6 +409,11 @@ def _changes(older: str, newer: str) -> Change:
             return Change(False, f"another thing ({before or '—'} / {after})", before, after)
         if plain_en and old_runs and _one_edit(old_runs[0][0].shown.casefold(), plain_en[0].shown.casefold()):
             return Change(False, f"a typo, not another value ({before} / {after})", before, after)
+        if plain_en and not values and not marked and not parity:
+            # one plain word for another, and no word of change: "the ledger / billing database", "a failed
+            # webhook / refund", "owns the search / reports service" name another thing far more often than
+            # they change one (a tool or a name is a value; "now", "moved to", "switched" mark a change)
+            return Change(False, f"one word for another: another subject ({before or '—'} / {after})", before, after)
         if not old_runs and not marked:
             return Change(False, "the later text adds a word, not another value", "", after)
     if run and mine_n[0] and {t.kind for t in run} & {"name", "id", "url"} and not _person_first(older, newer):
