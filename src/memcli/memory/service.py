@@ -13,6 +13,7 @@ from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.memory.activity import daily_counts, scope_counts, store_stats
 from memcli.memory import current
 from memcli.memory.audit import AuditEvent, clip, diff
+from memcli.memory.lookups import attach_context, live_by_identity, live_by_key
 from memcli.memory.records import embed_memories, redact_memory, reembed_all
 from memcli.memory.records import import_records as import_stream
 from memcli.memory.rows import memory_to_row
@@ -186,10 +187,10 @@ class MemoryService:
         new_keys: dict[tuple[str, str], int] = {}
         later: list[tuple[int, int | str]] = []  # (item, the memory its key names: an item of this batch, or an id)
         again: list[tuple[int, int]] = []  # (item, the earlier item of this batch with the same content)
-        stored = self._existing_by_hash(mems, now)  # one query for the whole batch, not one per item
+        stored = live_by_identity(self.store, mems, now)  # one query for the whole batch, not one per item
         for i, m in enumerate(mems):
             if m.key is not None:
-                existing = self._by_key(m)
+                existing = live_by_key(self.store, m)
                 if existing:
                     self._upsert_by_key(existing, m, source, actor(i), items[i].keep_secrets)
                     results[i] = RememberResult(memory_id=existing.id, created=False, updated=True)
@@ -209,7 +210,7 @@ class MemoryService:
             if m.key is not None:
                 new_keys[(m.namespace, m.key)] = i
         if to_write:
-            self._attach_context([mems[i] for i in to_write])
+            attach_context(self.store, [mems[i] for i in to_write])
             vectors, ctx_vectors = embed_memories(self.embedder, [mems[i] for i in to_write], progress)
             rows: dict[int, dict[str, Any]] = {}
             links: dict[int, list[Any]] = {}
@@ -232,12 +233,12 @@ class MemoryService:
             idents = [_ident(mems[i]) for i in rows] + [(mems[i].namespace, "\x00key", mems[i].key or "")
                                                         for i in rows if mems[i].key is not None]
             with self.store.write_lock.hold(idents):
-                stored = self._existing_by_hash([mems[i] for i in rows], now)
+                stored = live_by_identity(self.store, [mems[i] for i in rows], now)
                 for i in [i for i in rows if _ident(mems[i]) in stored]:
                     results[i] = RememberResult(memory_id=stored[_ident(mems[i])], created=False)
                     del rows[i]
                 for i in [i for i in rows if mems[i].key is not None]:
-                    existing = self._by_key(mems[i])
+                    existing = live_by_key(self.store, mems[i])
                     if existing:
                         later.append((i, existing.id))
                         del rows[i]
@@ -268,41 +269,6 @@ class MemoryService:
         for i, first in again:  # the first copy may have been found stored by another writer under the lock
             results[i] = RememberResult(memory_id=results[first].memory_id, created=False)  # type: ignore[union-attr]
         return [r for r in results if r is not None]
-
-    def _by_key(self, m: Memory) -> Memory | None:
-        """The live memory that holds ``m``'s key in its namespace, if any."""
-        found = self.store.find(f"namespace = {quote(m.namespace)} AND key = {quote(m.key or '')}", 1)
-        return found[0] if found else None
-
-    def _existing_by_hash(self, mems: Sequence[Memory], now: int) -> dict[tuple[str, str, str], str]:
-        """Live stored memories with the same (namespace, scope, content hash) as any of ``mems``."""
-        found: dict[tuple[str, str, str], str] = {}
-        hashes = sorted({m.content_hash for m in mems})
-        for start in range(0, len(hashes), 500):
-            chunk = ", ".join(quote(h) for h in hashes[start:start + 500])
-            where = (f"content_hash IN ({chunk}) AND (expires_at IS NULL OR expires_at > {now}) "
-                     "AND (status IS NULL OR status != 'archived')")
-            for r in self.store.column_values(where, ["id", "namespace", "scope", "content_hash", "created_at",
-                                                      "status", "superseded_by", "outdated_by"]):
-                if r.get("outdated_by"):  # said again after it changed (A, B, A): the change back is news
-                    continue
-                # a fact distill merged away is already known: by the memory it was merged into
-                mid = r["superseded_by"] if r["status"] == "superseded" and r["superseded_by"] else r["id"]
-                found.setdefault((r["namespace"], r["scope"], r["content_hash"]), mid)
-        return found
-
-    def _attach_context(self, mems: Sequence[Memory], window: int = 2) -> None:
-        """Give each threaded memory the thread's previous memories (stored ones, then earlier ones of
-        this batch), oldest first."""
-        recent: dict[tuple[str, str], list[Memory]] = {}
-        for m in sorted((m for m in mems if m.thread), key=lambda m: m.created_at):
-            k = (m.namespace, m.thread or "")
-            if k not in recent:
-                where = (f"namespace = {quote(m.namespace)} AND thread = {quote(m.thread or '')} "
-                         f"AND created_at <= {int(m.created_at)}")
-                recent[k] = self.store.page(where, limit=window)[::-1]
-            m.context = [p.content for p in recent[k][-window:]]
-            recent[k].append(m)
 
     def _upsert_by_key(self, old: Memory, new: Memory, source: str, actor: str | None = None,
                        keep_secrets: bool = False) -> None:
