@@ -429,7 +429,9 @@ def test_browser_undo_asks_first_shows_the_changes_and_keeps_later_writes(page: 
     assert change.locator("[data-field='status']").text_content() == "status: superseded → active"
     assert change.locator(".pm-text").text_content() == pair[merged]["content"]
     keep_change = pg.locator(f"#distill-undo-list li.undo-change[data-id='{keeper}']")  # type: ignore[attr-defined]
-    assert keep_change.locator("[data-field='scope']").text_content() == "scope: global → agent:gemini"
+    # the best-written copy kept the fact (codex's sentence, not gemini's lower-cased one) and goes back to its scope
+    assert keeper == ids["same"][0]
+    assert keep_change.locator("[data-field='scope']").text_content() == "scope: global → agent:codex"
     shown = pg.eval_on_selector_all("#distill-undo-list > li", "els => els.map(e => e.dataset.id)")  # type: ignore[attr-defined]
     assert later not in shown and later_here not in shown
     assert _memory(api, merged)["status"] == "superseded"  # asking changed nothing
@@ -445,7 +447,7 @@ def test_browser_undo_asks_first_shows_the_changes_and_keeps_later_writes(page: 
     # the run is reversed ...
     after = {i: _memory(api, i) for i in ids["same"]}
     assert [after[i]["status"] for i in ids["same"]] == ["active", "active"]
-    assert after[keeper]["scope"] == "agent:gemini" and after[merged]["superseded_by"] is None
+    assert after[keeper]["scope"] == "agent:codex" and after[merged]["superseded_by"] is None
     # ... and every later write is still there, the edited memory with its later tags
     assert _memory(api, later)["content"] == "The CDN cache is purged on every release."
     assert _memory(api, later_here)["status"] == "active"
