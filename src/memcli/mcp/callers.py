@@ -17,8 +17,6 @@ of a text returns the id it already has). The same id with other arguments is re
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -26,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcli.errors import ConflictError, MemcliError, ValidationError
+from memcli.memory.idempotency import fingerprint  # the digest REST's Idempotency-Key compares too
 from memcli.models import normalise_scope
 
 AGENT_HEADER = "x-memcli-agent"
@@ -90,11 +89,6 @@ def acting(svc: Any, actor: str | None) -> Any:
 TTL_S = 86_400.0
 MAX_IDS = 10_000
 MAX_ID_CHARS = 255
-
-
-def fingerprint(request: Any) -> str:
-    text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def check_request_id(value: str) -> str:
