@@ -17,14 +17,11 @@ of a text returns the id it already has). The same id with other arguments is re
 from __future__ import annotations
 
 import copy
-import threading
-import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from memcli.errors import ConflictError, MemcliError, ValidationError
-from memcli.memory.idempotency import fingerprint  # the digest REST's Idempotency-Key compares too
+from memcli.errors import MemcliError, ValidationError
+from memcli.memory.idempotency import IdempotencyKeys, fingerprint
 from memcli.models import normalise_scope
 
 AGENT_HEADER = "x-memcli-agent"
@@ -98,38 +95,21 @@ def check_request_id(value: str) -> str:
     return value
 
 
-class RequestIds:
-    """The answers of writes that carried a ``request_id``, by (owner, id). Thread-safe."""
+class RequestIds(IdempotencyKeys):
+    """The answers of writes that carried a ``request_id``, by (owner, id): REST's Idempotency-Key store with
+    MCP's id rule (any printable characters) and words. Thread-safe."""
+
+    check = staticmethod(check_request_id)
+    reused = "this request_id was used for another call: use a new request_id for a new write"
+    running = "a call with this request_id is still running: retry in a moment"
 
     def __init__(self) -> None:
-        self._done: OrderedDict[tuple[str, str], tuple[str, float, Any]] = OrderedDict()
-        self._running: set[tuple[str, str]] = set()
-        self._lock = threading.Lock()
+        super().__init__(ttl=TTL_S, max_keys=MAX_IDS)
 
-    def begin(self, owner: str, request_id: str, request: Any) -> tuple[bool, Any]:
+    def begin(self, owner: str, request_id: str, request: Any) -> tuple[bool, Any]:  # type: ignore[override]
         """(True, the first answer) for a retry; (False, None): do the write, then :meth:`finish` or
         :meth:`abandon`."""
-        key, fp, now = (owner, check_request_id(request_id)), fingerprint(request), time.monotonic()
-        with self._lock:
-            while self._done and (len(self._done) > MAX_IDS or now - next(iter(self._done.values()))[1] > TTL_S):
-                self._done.popitem(last=False)
-            if key in self._running:
-                raise ConflictError("a call with this request_id is still running: retry in a moment")
-            if key in self._done:
-                first_fp, _, answer = self._done[key]
-                if first_fp != fp:
-                    raise ValidationError("this request_id was used for another call: use a new request_id for a "
-                                          "new write")
-                return True, answer
-            self._running.add(key)
-            return False, None
+        return super().begin(owner, request_id, fingerprint(request))
 
-    def finish(self, owner: str, request_id: str, request: Any, answer: Any) -> None:
-        key = (owner, check_request_id(request_id))
-        with self._lock:
-            self._running.discard(key)
-            self._done[key] = (fingerprint(request), time.monotonic(), answer)
-
-    def abandon(self, owner: str, request_id: str) -> None:
-        with self._lock:
-            self._running.discard((owner, check_request_id(request_id)))
+    def finish(self, owner: str, request_id: str, request: Any, answer: Any) -> None:  # type: ignore[override]
+        super().finish(owner, request_id, answer)

@@ -54,7 +54,12 @@ class _Entry:
 
 
 class IdempotencyKeys:
-    """Answers of keyed writes, by (owner, key). Thread-safe."""
+    """Answers of keyed writes, by (owner, key). Thread-safe. A face with its own key rule and words (MCP's
+    ``request_id``) sets :attr:`check`, :attr:`reused` and :attr:`running`."""
+
+    check = staticmethod(check_key)
+    reused = "this Idempotency-Key was used for another request: use a new key for a new write"
+    running = "a request with this Idempotency-Key is still running: retry in a moment"
 
     def __init__(self, ttl: float = DAY_S, max_keys: int = 10_000, max_bytes: int = 64 << 20) -> None:
         self.ttl, self.max_keys, self.max_bytes = float(ttl), int(max_keys), int(max_bytes)
@@ -72,17 +77,16 @@ class IdempotencyKeys:
     def begin(self, owner: str, key: str, request_fingerprint: str) -> tuple[bool, Any]:
         """``(True, answer)`` when this key's write is done (answer it again, write nothing); else
         ``(False, None)``: the caller writes, then calls :meth:`finish` (or :meth:`abandon` when it failed)."""
-        key = check_key(key)
+        key = self.check(key)
         now = time.monotonic()
         with self._lock:
             self._expire(now)
             entry = self._entries.get((owner, key))
             if entry is not None:
                 if entry.fingerprint != request_fingerprint:
-                    raise ValidationError("this Idempotency-Key was used for another request: use a new key for "
-                                          "a new write")
+                    raise ValidationError(self.reused)
                 if not entry.done:
-                    raise ConflictError("a request with this Idempotency-Key is still running: retry in a moment")
+                    raise ConflictError(self.running)
                 return True, entry.answer
             self._entries[(owner, key)] = _Entry(request_fingerprint, now)
             return False, None
@@ -90,7 +94,7 @@ class IdempotencyKeys:
     def finish(self, owner: str, key: str, answer: Any) -> None:
         """Record the answer of a write :meth:`begin` let through."""
         with self._lock:
-            entry = self._entries.get((owner, check_key(key)))
+            entry = self._entries.get((owner, self.check(key)))
             if entry is not None:
                 entry.answer, entry.done = answer, True
                 entry.size = len(json.dumps(answer, ensure_ascii=False, default=str))
@@ -100,6 +104,6 @@ class IdempotencyKeys:
     def abandon(self, owner: str, key: str) -> None:
         """The write failed: a retry with this key may try again."""
         with self._lock:
-            entry = self._entries.get((owner, check_key(key)))
+            entry = self._entries.get((owner, self.check(key)))
             if entry is not None and not entry.done:
-                del self._entries[(owner, check_key(key))]
+                del self._entries[(owner, self.check(key))]
