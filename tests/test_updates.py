@@ -189,6 +189,28 @@ def test_import_links_records_without_links_in_time_order(service: MemoryService
     assert service.history(old_id)[-1].action == "outdated"
 
 
+def test_import_links_across_its_chunks_against_the_store_it_went_into_and_within_one_namespace(
+        service: MemoryService) -> None:
+    from memcli.memory.records import import_records
+
+    now = int(time.time() * 1000)
+    old = _put(service, "The docs site is built with MkDocs.", 30)  # in the store before the import
+    rid = "0190a1b2-c3d4-7e5f-8a9b-0000000001{:02d}".format
+    records = [{"id": rid(1), "content": "The staging database is PostgreSQL 13.", "created_at": now - 20 * DAY},
+               {"id": rid(2), "content": "The staging database is PostgreSQL 13.", "created_at": now - 19 * DAY,
+                "namespace": "other"},
+               {"id": rid(3), "content": "Release notes are written on Fridays.", "created_at": now - 10 * DAY},
+               {"id": rid(4), "content": "We moved the docs site to Docusaurus.", "created_at": now - DAY},
+               {"id": rid(5), "content": "The staging database is now PostgreSQL 16.", "created_at": now - 2 * DAY}]
+    # two records a chunk: each change's older side is in another chunk, or in the store
+    assert import_records(service, records, chunk=2)["added"] == 5
+    assert service.get(old).outdated_by == rid(4) and service.get(rid(4)).updates == [old]
+    assert service.get(rid(1)).outdated_by == rid(5) and service.get(rid(5)).updates == [rid(1)]
+    other = MemoryService(service.store, service.embedder, namespace="other")
+    assert other.get(rid(2)).outdated_by is None  # another namespace's memory is never changed by this one's
+    assert service.get(rid(3)).outdated_by is None
+
+
 def test_export_and_import_keep_the_links_as_they_are(service: MemoryService) -> None:
     old = _put(service, "The docs site is built with MkDocs.", 10)
     new = _put(service, "We moved the docs site to Docusaurus.")

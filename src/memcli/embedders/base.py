@@ -38,6 +38,10 @@ class Calibration:
     def __call__(self, cosine: float) -> float:
         return float(np.interp(cosine, self._x, self._y, left=0.0, right=1.0))
 
+    def many(self, cosines: Any) -> Any:
+        """The similarities of an array of cosines (same shape)."""
+        return np.interp(cosines, self._x, self._y, left=0.0, right=1.0)
+
 
 class Relevance:
     """How relevant a memory is to a query, 0..1, from absolute evidence (never from the other hits' ranks):

@@ -144,6 +144,14 @@ def _converter(config: str):  # type: ignore[no-untyped-def]
     return OpenCC(config)
 
 
+# compiled once: read() and _order() run them for every word of every text
+_THOUSANDS = re.compile(r"\d{1,3}(,\d{3})+")
+_VERSION = re.compile(r"v\d[\d.]*")
+_VERSION_NAME = re.compile(r"v\d[\w.\-]*")
+_ORDER_TOKEN = re.compile(f"[{_CJK}]|[A-Za-z0-9][\\w.\\-/:]*")
+
+
+@lru_cache(maxsize=1 << 16)  # pure, and called for every word of every text read
 def _stem(word: str) -> str:
     """A light English stemmer: plural and verb endings (deploys/deployed/deploying → deploy)."""
     if len(word) <= 3 or not word.isalpha() or word.endswith(("ss", "us", "is", "os", "as", "ous")):
@@ -164,6 +172,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=1 << 16)
 def _specific(token: str) -> bool:
     """A token that names one value: it has a digit, joins parts with a separator, or mixes cases."""
     if _DIGIT.search(token) or _CAMEL.search(token):
@@ -176,7 +185,7 @@ def _specific(token: str) -> bool:
 
 def _number(value: str, unit: str) -> str:
     unit = UNITS.get(unit, unit)
-    num = value.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+", value) else value
+    num = value.replace(",", "") if _THOUSANDS.fullmatch(value) else value
     return f"{num}{unit}"
 
 
@@ -207,38 +216,42 @@ def read(text: str) -> Facts:
     # Chinese: numerals, negation, kinds of words, character pairs
     grams: list[frozenset[str]] = []
     bridges: set[str] = set()
-    for variant in dict.fromkeys((t2s, tw)):
-        found: set[str] = set()
-        scrubbed = variant
-        for hedge in CJK_HEDGES:
-            scrubbed = scrubbed.replace(hedge, " ")
-        for compound in CJK_NUM_COMPOUNDS:
-            scrubbed = scrubbed.replace(compound, "〡" * len(compound))
-        for m in _CJK_NUM.finditer(scrubbed):
-            key = _cjk_number(m.group(0))
-            specifics.add(key)
-            shown[key] = m.group(0)
-        scrubbed = _CJK_NUM.sub(" ", scrubbed)
-        for word, canon in CJK_SYNONYMS.items():
-            scrubbed = scrubbed.replace(word, canon)
-        runs = _CJK_RUN.findall(re.sub(f"[{CJK_STOP_CHARS}〡]", " ", scrubbed))
-        for run in runs:
-            found |= {run[i:i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
-        grams.append(frozenset(found))
-        bridges |= {x[-1] + y[0] for x, y in zip(runs, runs[1:])}
     cjk_neg = 0
-    for variant in (t2s,):
-        plain = variant
-        for compound in CJK_NEG_NOT:
-            plain = plain.replace(compound, " ")
-        cjk_neg = sum(plain.count(n) for n in CJK_NEGATORS)
-        negators.extend(n for n in CJK_NEGATORS if n in plain)
-        pole_chars.update(n for n in CJK_NEGATORS if n in plain)
-        for kind, members in CJK_POLES.items():
-            for word, canon in members.items():
-                if word in plain or word in tw:
-                    poles.setdefault(kind, set()).add(canon)
-                    pole_chars.update(word)
+    # an ASCII text holds no Chinese: the pass below finds nothing in it (~0.5 ms a text saved)
+    if not t2s.isascii() or not tw.isascii():
+        for variant in dict.fromkeys((t2s, tw)):
+            found: set[str] = set()
+            scrubbed = variant
+            for hedge in CJK_HEDGES:
+                scrubbed = scrubbed.replace(hedge, " ")
+            for compound in CJK_NUM_COMPOUNDS:
+                scrubbed = scrubbed.replace(compound, "〡" * len(compound))
+            for m in _CJK_NUM.finditer(scrubbed):
+                key = _cjk_number(m.group(0))
+                specifics.add(key)
+                shown[key] = m.group(0)
+            scrubbed = _CJK_NUM.sub(" ", scrubbed)
+            for word, canon in CJK_SYNONYMS.items():
+                scrubbed = scrubbed.replace(word, canon)
+            runs = _CJK_RUN.findall(re.sub(f"[{CJK_STOP_CHARS}〡]", " ", scrubbed))
+            for run in runs:
+                found |= {run[i:i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
+            grams.append(frozenset(found))
+            bridges |= {x[-1] + y[0] for x, y in zip(runs, runs[1:])}
+        for variant in (t2s,):
+            plain = variant
+            for compound in CJK_NEG_NOT:
+                plain = plain.replace(compound, " ")
+            cjk_neg = sum(plain.count(n) for n in CJK_NEGATORS)
+            negators.extend(n for n in CJK_NEGATORS if n in plain)
+            pole_chars.update(n for n in CJK_NEGATORS if n in plain)
+            for kind, members in CJK_POLES.items():
+                for word, canon in members.items():
+                    if word in plain or word in tw:
+                        poles.setdefault(kind, set()).add(canon)
+                        pole_chars.update(word)
+    else:
+        grams.append(frozenset())  # what the pass finds in a text without Chinese
     negations += cjk_neg
     # Latin script: tokens, numbers with their units, negations, kinds, content words
     order = _order(t2s)
@@ -251,7 +264,7 @@ def read(text: str) -> Facts:
         nxt = low[i + 1] if i + 1 < len(low) else ""
         if tok in EN_NUMBERS and nxt and (nxt in UNITS or _stem(nxt) in EN_GENERIC or nxt.isalpha()):
             tok = EN_NUMBERS[tok]
-        m = _NUM_UNIT.match(tok.lstrip("v") if re.fullmatch(r"v\d[\d.]*", tok) else tok)
+        m = _NUM_UNIT.match(tok.lstrip("v") if _VERSION.fullmatch(tok) else tok)
         if m:
             value, unit = m.group(1), m.group(2)
             if not unit and nxt in UNITS:
@@ -269,7 +282,7 @@ def read(text: str) -> Facts:
             i += 1
             continue
         if _specific(raw) and not (raw.isalpha() and (tok in EN_SYNONYMS or tok in POLES)):
-            key = tok.strip("`'\".,;:!?()[]{}<>").lstrip("v") if re.fullmatch(r"v\d[\w.\-]*", tok) else tok
+            key = tok.strip("`'\".,;:!?()[]{}<>").lstrip("v") if _VERSION_NAME.fullmatch(tok) else tok
             specifics.add(key)
             shown.setdefault(key, raw)
             i += 1
@@ -325,7 +338,7 @@ def _order(text: str) -> tuple[str, ...]:
     """The text's words (Latin, casefolded, stemmed, stop words out) and Chinese characters (particles out),
     in the order written: two texts that only exchange two of them say different things."""
     out: list[str] = []
-    for m in re.finditer(f"[{_CJK}]|[A-Za-z0-9][\\w.\\-/:]*", text):
+    for m in _ORDER_TOKEN.finditer(text):
         tok = m.group(0)
         if _CJK_RUN.fullmatch(tok):
             if tok not in "的了地得着呢吧啊嘛呀哦":  # particles only: 先…再… marks an order

@@ -114,7 +114,7 @@ def _stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 15)
 def _prepare(text: str) -> tuple[str, bool]:
     """The text with the words of change left out (Simplified Chinese; NFKC), and whether it had any."""
     norm = to_simplified(unicodedata.normalize("NFKC", text))
@@ -135,12 +135,32 @@ def _prepare(text: str) -> tuple[str, bool]:
     return norm, marked
 
 
+# compiled once: _read_tokens runs them for every word of every text the rules read
+_NUMBER = re.compile(r"v?\d+(?:[.,:]\d+)*")
+_NUMBER_UNIT = re.compile(r"(\d+(?:\.\d+)?)([a-z%]+)")
+_DIGIT = re.compile(r"\d")
+_JOINER = re.compile(r"[_./:@#~\\]")
+_MIXED_CASE = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
+_LATIN = re.compile("[A-Za-z]")
+
+
+@lru_cache(maxsize=1 << 15)
+def _content(text: str) -> tuple[tuple[_Tok, ...], frozenset[str], Counter[str], bool]:
+    """A prepared text's fact words without the generic ones, the generic ones, the count of each fact word, and
+    whether the language filters of :func:`_changes` can apply to it (a Chinese word, or no Latin letter):
+    read once per text, not once per pair."""
+    toks = _cached_tokens(text)
+    plain = tuple(t for t in toks if not t.generic)
+    return (plain, frozenset(t.text for t in toks if t.generic), Counter(t.text for t in plain),
+            any(t.cjk for t in plain) or not _LATIN.search(text))
+
+
 def _tokens(text: str) -> list[_Tok]:
     """The words that carry the fact, in order: values and content words, no stop, generic or change words."""
     return list(_cached_tokens(text))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 15)
 def _cached_tokens(text: str) -> tuple[_Tok, ...]:
     return tuple(_read_tokens(text))
 
@@ -178,7 +198,7 @@ def _read_tokens(text: str) -> list[_Tok]:
         nxt = raw[i + 1].group(0).casefold() if i + 1 < len(raw) else ""
         if low in EN_NUMBERS and nxt and (nxt in UNITS or nxt.isalpha()) and low not in ("one", "once"):
             low = EN_NUMBERS[low]
-        if re.fullmatch(r"v?\d+(?:[.,:]\d+)*", low):  # a number, a version, a time; with its unit
+        if _NUMBER.fullmatch(low):  # a number, a version, a time; with its unit
             unit = ""
             if nxt in UNITS:
                 unit, i = UNITS[nxt], i + 1
@@ -188,7 +208,7 @@ def _read_tokens(text: str) -> list[_Tok]:
             first = False
             i += 1
             continue
-        num = re.fullmatch(r"(\d+(?:\.\d+)?)([a-z%]+)", low)
+        num = _NUMBER_UNIT.fullmatch(low)
         if num and num.group(2) in UNITS:
             out.append(_Tok(num.group(1) + UNITS[num.group(2)], True, False, tok, "num:" + UNITS[num.group(2)]))
             first = False
@@ -214,9 +234,9 @@ def _read_tokens(text: str) -> list[_Tok]:
             first = False
             i += 1
             continue
-        digits = bool(re.search(r"\d", tok))
-        specific = bool(digits or re.search(r"[_./:@#~\\]", tok.strip(".")) or
-                        re.search(r"[a-z][A-Z]|[A-Z]{2,}[a-z]", tok) or tok.startswith(("#", "@", "$")))
+        digits = bool(_DIGIT.search(tok))
+        specific = bool(digits or _JOINER.search(tok.strip(".")) or
+                        _MIXED_CASE.search(tok) or tok.startswith(("#", "@", "$")))
         kind = "url" if "://" in tok else "id" if digits else "name" if specific or name else \
             pole[0] if pole and pole[0] not in SUBJECT_KINDS else ""
         out.append(_Tok(canon, bool(kind), False, tok, kind))
@@ -245,6 +265,8 @@ _CJK_MORE_VALUES = ("早上", "早晨", "傍晚", "晚间", "夜间", "周一", 
 def _cjk_value_positions(text: str) -> set[int]:
     """Where words of a value kind (启用, 禁止, 可以, 早上 …) are in a Chinese text: their characters are values."""
     out: set[int] = set()
+    if text.isascii():  # no Chinese word in it (~1 ms a text saved)
+        return out
     for word in _CJK_MORE_VALUES:
         for m in re.finditer(word, text):
             out.update(range(m.start(), m.end()))
@@ -349,28 +371,30 @@ def _changes(older: str, newer: str) -> Change:
         return Change(False, "a log of work done: another event, not another value")
     o_text, _ = _prepare(older)
     n_text, marked = _prepare(newer)
+    (po, go, co, o_mixed), (pn, gn, cn, n_mixed) = _content(o_text), _content(n_text)
+    generic = len(go & gn)
+    ot, nt = list(po), list(pn)
+    if not ot or not nt or len(ot) > MAX_TOKENS or len(nt) > MAX_TOKENS:
+        return Change(False, "not one short fact each")
+    if o_mixed or n_mixed:
+        # a text in one language and one in another: the other language's plain words cannot be compared
+        if not any(t.cjk for t in ot):
+            nt = [t for t in nt if not t.cjk or t.value]
+        if not any(t.cjk for t in nt):
+            ot = [t for t in ot if not t.cjk or t.value]
+        if not _LATIN.search(o_text):
+            nt = [t for t in nt if t.cjk or t.value]
+        if not _LATIN.search(n_text):
+            ot = [t for t in ot if t.cjk or t.value]
+        co, cn = Counter(t.text for t in ot), Counter(t.text for t in nt)
+    shared = sum((co & cn).values())
+    if shared + min(generic, 1) < 2 or shared * 2 < min(len(ot), len(nt)) or shared * 10 < 3 * max(len(ot), len(nt)):
+        return Change(False, "hardly the same words: another subject")
+    # after the words: most pairs a vector search proposes share few, and reading a text costs more
     fo, fn = read(o_text), read(n_text)
     for kind in SUBJECT_KINDS:
         if fo.poles.get(kind, frozenset()) != fn.poles.get(kind, frozenset()):
             return Change(False, f"about another {kind.replace('_', ' ')}")
-    ot, nt = _tokens(o_text), _tokens(n_text)
-    generic = len({t.text for t in ot if t.generic} & {t.text for t in nt if t.generic})
-    ot, nt = [t for t in ot if not t.generic], [t for t in nt if not t.generic]
-    if not ot or not nt or len(ot) > MAX_TOKENS or len(nt) > MAX_TOKENS:
-        return Change(False, "not one short fact each")
-    # a text in one language and one in another: the other language's plain words cannot be compared
-    if not any(t.cjk for t in ot):
-        nt = [t for t in nt if not t.cjk or t.value]
-    if not any(t.cjk for t in nt):
-        ot = [t for t in ot if not t.cjk or t.value]
-    if not re.search("[A-Za-z]", o_text):
-        nt = [t for t in nt if t.cjk or t.value]
-    if not re.search("[A-Za-z]", n_text):
-        ot = [t for t in ot if t.cjk or t.value]
-    co, cn = Counter(t.text for t in ot), Counter(t.text for t in nt)
-    shared = sum((co & cn).values())
-    if shared + min(generic, 1) < 2 or shared * 2 < min(len(ot), len(nt)) or shared * 10 < 3 * max(len(ot), len(nt)):
-        return Change(False, "hardly the same words: another subject")
     mine_o, mine_n = _only(ot, nt)
     old_runs, new_runs = _places(ot, mine_o), _places(nt, mine_n)
     before, after = _shown(old_runs), _shown(new_runs)

@@ -50,8 +50,6 @@ def changed_by(service: Service, mem: Memory, hits: Sequence[RecallHit]) -> list
                 or (old.project and mem.project and old.project != mem.project)
                 or (h.relation or {}).get("relation") == "same"):
             continue
-        if h.relation is None and merge_verdict(old.content, mem.content).same:
-            continue  # a hit from a bare vector search (import, distill): the same fact said again is no change
         verdict = changes(old.content, mem.content)
         if not verdict.update and old.updates:
             earlier = [by_id.get(u) for u in old.updates]
@@ -60,7 +58,9 @@ def changed_by(service: Service, mem: Memory, hits: Sequence[RecallHit]) -> list
             if any(e is not None and (e.content_hash == mem.content_hash or merge_verdict(e.content, mem.content).same)
                    for e in earlier):
                 verdict = Change(True, "changed back to what it replaced", old.content[:80], mem.content[:80])
-        if verdict.update:
+        # a hit from a bare vector search (import, distill): the same fact said again is no change (asked only
+        # of a change: the same-fact test costs more than the change rules)
+        if verdict.update and not (h.relation is None and merge_verdict(old.content, mem.content).same):
             out.append((old, verdict))
     return out
 
@@ -163,26 +163,98 @@ def recheck(service: Service, mem: Memory, actor: str) -> None:
         service.store.audit.record(events)
 
 
-def link_imported(service: Service, imported: Sequence[tuple[Memory, Any]], actor: str) -> int:
+def link_imported(service: Service, imported: Sequence[tuple[Memory, Any]], actor: str,
+                  pool: "ImportPool | None" = None) -> int:
     """Link imported memories (with their vectors) that came without links of their own, oldest first, as if
-    each had been remembered then; returns how many were marked outdated."""
+    each had been remembered then; returns how many were marked outdated. With ``pool`` (an import's records
+    so far, :class:`ImportPool`) the candidates among them are found in memory, and the store is searched only
+    when it held memories before the import began."""
     from memcli.memory.search import build_where
 
     done = 0
-    for mem, vec in sorted(imported, key=lambda p: (p[0].created_at, p[0].id)):
+    todo = sorted(imported, key=lambda p: (p[0].created_at, p[0].id))
+    near = pool.nearest(todo) if pool is not None else {}
+    for mem, vec in todo:
         if len(mem.content) > MAX_CHARS:
             continue
-        where = build_where(namespace=mem.namespace)
-        hits = [RecallHit(memory=m, score=0.0, similarity=service.calibration(cos))
-                for m, cos in service.store.vector_search(vec, where, CANDIDATES + 1)]
-        links = changed_by(service, mem, [h for h in hits if h.similarity >= MIN_SIMILARITY])
+        hits = near.get(mem.id, [])
+        if pool is None or pool.search_store:
+            where = build_where(namespace=mem.namespace)
+            seen = {h.memory.id for h in hits}
+            hits += [RecallHit(memory=m, score=0.0, similarity=service.calibration(cos))
+                     for m, cos in service.store.vector_search(vec, where, CANDIDATES + 1) if m.id not in seen]
+            hits = sorted(hits, key=lambda h: -(h.similarity or 0.0))[:CANDIDATES + 1]
+        links = changed_by(service, mem, [h for h in hits if (h.similarity or 0.0) >= MIN_SIMILARITY])
         if not links:
             continue
         ids = [old.id for old, _ in links]
         if _set(service, mem.id, lambda m: {"updates": [*m.updates, *[i for i in ids if i not in m.updates]]}):
             mark(service, [(mem, old, why) for old, why in links], actor)
+            mem.updates = [*mem.updates, *[i for i in ids if i not in mem.updates]]
+            for old, _ in links:  # the pool's copies say what the store now does: a later record skips them
+                old.outdated_by = mem.id
             done += len(links)
     return done
+
+
+class ImportPool:
+    """The records an import has stored so far (their memories and vectors, in memory): the candidates a bare
+    record is linked against, found by one matrix product per block of records instead of one vector search of
+    the store each (~13 ms each at 10k rows: an import linked 70 records/s). ``search_store``: the store held
+    memories before the import, which are searched as before."""
+
+    BLOCK = 256
+
+    def __init__(self, service: Service, search_store: bool) -> None:
+        self.service = service
+        self.search_store = search_store
+        self.mems: list[Memory] = []
+        self._vecs: list[Any] = []
+        self._matrix: Any = None
+
+    def add(self, stored: Sequence[tuple[Memory, Any]]) -> None:
+        """Records just stored (memory, vector)."""
+        import numpy as np
+
+        if not stored:
+            return
+        self.mems += [m for m, _ in stored]
+        self._vecs.append(np.asarray([v for _, v in stored], dtype=np.float32))
+        self._matrix = None
+
+    def nearest(self, todo: Sequence[tuple[Memory, Any]]) -> dict[str, list[RecallHit]]:
+        """Each record's CANDIDATES + 1 most similar records of the pool (itself excluded, its namespace only)."""
+        import numpy as np
+
+        if not self.mems or not todo:
+            return {}
+        if self._matrix is None:
+            self._matrix = np.concatenate(self._vecs) if len(self._vecs) > 1 else self._vecs[0]
+            self._vecs = [self._matrix]
+        pool = self._matrix
+        spaces = np.asarray([m.namespace for m in self.mems], dtype=object)
+        one = set(spaces.tolist())
+        cal = self.service.calibration
+        k = min(CANDIDATES + 2, len(self.mems))
+        out: dict[str, list[RecallHit]] = {}
+        for start in range(0, len(todo), self.BLOCK):
+            block = todo[start:start + self.BLOCK]
+            sims = np.asarray([v for _, v in block], dtype=np.float32) @ pool.T
+            for r, (mem, _) in enumerate(block):
+                if one != {mem.namespace}:
+                    sims[r, spaces != mem.namespace] = -2.0
+            best = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < sims.shape[1] else \
+                np.tile(np.arange(sims.shape[1]), (len(block), 1))
+            vals = np.take_along_axis(sims, best, axis=1)
+            order = np.argsort(-vals, axis=1)
+            best, vals = np.take_along_axis(best, order, axis=1), np.take_along_axis(vals, order, axis=1)
+            calibrated = cal.many(vals)
+            for r, (mem, _) in enumerate(block):
+                hits = [RecallHit(memory=self.mems[j], score=0.0, similarity=float(c))
+                        for j, v, c in zip(best[r].tolist(), vals[r].tolist(), calibrated[r].tolist())
+                        if v > -2.0 and c >= MIN_SIMILARITY and self.mems[j].id != mem.id]
+                out[mem.id] = hits[:CANDIDATES + 1]
+        return out
 
 
 def link_missed(service: Service, *, namespace: str | None = None, batch: int = 256) -> int:
