@@ -186,8 +186,9 @@ def test_a_long_import_keeps_its_id_lookups_inside_the_index(service: MemoryServ
     assert service.store.count() == 2500
 
 
+@pytest.mark.parametrize("project_rows", [0, 20_000])  # the project's memories in the window, or read whole
 def test_the_session_digest_reads_a_recent_window_and_shows_what_a_full_read_would(
-        service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+        service: MemoryService, monkeypatch: pytest.MonkeyPatch, project_rows: int) -> None:
     from memcli.hooks import digest
     from memcli.models import now_ms
 
@@ -206,9 +207,13 @@ def test_the_session_digest_reads_a_recent_window_and_shows_what_a_full_read_wou
         monkeypatch.setattr(digest, "WINDOW_ROWS", rows)
         return digest.session_digest(service, project="atlas", budget=6000, now=now)
 
+    monkeypatch.setattr(digest, "PROJECT_ROWS", project_rows)
     full = digest_with(10_000)  # a window holding every memory: all of them read
     reads.clear()
     windowed = digest_with(50)
     assert windowed == full and full[0] is not None
-    assert reads and all("created_at >=" in (w or "") for w in reads)  # never every row
+    # never every row: a window of the newest, the important older ones, or (read whole) this project's
+    assert reads and all("created_at >=" in w or "importance > 0.5" in w or "project = 'atlas'" in w
+                         for w in map(str, reads))
+    assert any("project = 'atlas'" in str(w) for w in reads) == bool(project_rows)
     assert any(m.startswith("note 97:") for m in [service.store.get(i).content for i in windowed[1]])  # old, important

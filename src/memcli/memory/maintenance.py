@@ -243,11 +243,13 @@ class IndexMaintenance:
         return sorted(problems)
 
     def ensure_scalar_indexes(self) -> None:
-        """B-tree indexes for the exact lookups every write does (id, content hash, key)."""
+        """B-tree indexes for the exact lookups every write does (id, content hash, key), and for what the
+        SessionStart digest reads of a big store: the newest memories (created_at), the important ones and one
+        project's (a million rows' columns read whole took ~60 ms)."""
         if self.table.count_rows() < 1000:
             return
         have = {tuple(ix.columns) for ix in self.table.list_indices()}
-        for col in ("id", "content_hash", "key", "namespace", "status"):
+        for col in ("id", "content_hash", "key", "namespace", "status", "created_at", "importance", "project"):
             if (col,) not in have and col in self.table.schema.names:
                 try:
                     self.table.create_scalar_index(col, index_type="BITMAP" if col in ("namespace", "status")
