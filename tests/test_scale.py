@@ -217,3 +217,36 @@ def test_the_session_digest_reads_a_recent_window_and_shows_what_a_full_read_wou
                          for w in map(str, reads))
     assert any("project = 'atlas'" in str(w) for w in reads) == bool(project_rows)
     assert any(m.startswith("note 97:") for m in [service.store.get(i).content for i in windowed[1]])  # old, important
+
+
+def test_list_reads_a_window_of_the_newest_and_pages_as_a_full_sort_would(
+        service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memcli.models import now_ms
+
+    now = now_ms()
+    day = 86_400_000
+    # years of memories, the newest a month old (no window of a day holds a page), two on one millisecond, one
+    # dated ahead of the clock
+    ages = [30 * day + i * 7 * day for i in range(200)] + [30 * day, -2 * day]
+    service.import_records([{"content": f"memory {i} about topic {i % 7}", "created_at": now - age}
+                            for i, age in enumerate(ages)])
+    service.store.ensure_scalar_indexes()
+    everything = sorted(service.store.find("TRUE", 1000), key=lambda m: (m.created_at, m.id), reverse=True)
+    reads: list[str | None] = []
+    real = service.store.reader.snapshot
+
+    def snapshot() -> Any:
+        snap = real()
+
+        class Spy:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(snap, name)
+
+            def to_table(self, **kw: Any) -> Any:
+                reads.append(kw.get("filter"))
+                return snap.to_table(**kw)
+        return Spy()
+    monkeypatch.setattr(service.store.reader, "snapshot", snapshot)
+    assert [m.id for m in service.list(limit=5)] == [m.id for m in everything[:5]]
+    assert [m.id for m in service.list(limit=4, offset=3)] == [m.id for m in everything[3:7]]
+    assert reads and all("created_at >=" in str(w) for w in reads)  # never the keys of every row

@@ -24,6 +24,7 @@ def quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+WINDOW_MS = 86_400_000  # the first window of newest_cut: a day
 SHORT_ID = 8  # memcli.models.short_id: the last 8 hex digits, the part people see and type
 
 
@@ -114,12 +115,35 @@ class Reader:
         seconds); arrow's select_k finds a page without sorting the rest."""
         import pyarrow.compute as pc
 
+        if newest_first and limit is not None:  # the newest page: only the rows of a recent window are read
+            cut = self.newest_cut(snapshot, where, max(1, limit))
+            if cut:
+                where = f"({where}) AND created_at >= {cut}" if where else f"created_at >= {cut}"
         keys = snapshot.to_table(columns=["created_at", "id"], filter=where or None, with_row_id=True)
         way = "descending" if newest_first else "ascending"
         order = [("created_at", way), ("id", way)]
         if limit is not None and limit < keys.num_rows:
             keys = pc.take(keys, pc.select_k_unstable(keys, k=limit, sort_keys=order))
         return pc.take(keys.column("_rowid"), pc.sort_indices(keys, sort_keys=order)).to_pylist()
+
+    def newest_cut(self, snapshot: Any, where: str | None, take: int, now: int | None = None) -> int | None:
+        """The created_at of the ``take``-th newest row matching ``where`` (0: fewer match; None: none), read from
+        windows of time growing ×2 back from now: created_at's index finds a window's rows, where reading a
+        column of a million rows whole took ~60 ms (the ids: ~300 ms)."""
+        import time
+
+        now = int(time.time() * 1000) if now is None else now
+        base = f"({where})" if where else "TRUE"
+        span = WINDOW_MS
+        while True:
+            since = now - span
+            stamps = snapshot.to_table(columns=["created_at"], filter=base if since <= 0 else
+                                       f"{base} AND created_at >= {since}").column("created_at").to_numpy()
+            if len(stamps) >= take:
+                return int(np.partition(stamps, len(stamps) - take)[len(stamps) - take])
+            if since <= 0:
+                return 0 if len(stamps) else None
+            span *= 2
 
     def sorted_batches(self, snapshot: Any, where: str | None, columns: Sequence[str],
                        batch_size: int) -> Iterator[list[dict[str, Any]]]:
