@@ -120,7 +120,8 @@ class MemoryStore(IndexMaintenance):
 
             if self._local:
                 Path(uri).mkdir(parents=True, exist_ok=True, mode=0o700)
-            self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0), storage_options=storage_options)
+            self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0),
+                                      storage_options={**self.storage_options, **NEW_TABLE_OPTIONS})
             self._meta = self._open_meta()
             self.audit = AuditLog(self.db, commit=self.commit, open_or_create=self.open_or_create)
             meta = self.read_meta()
@@ -580,6 +581,12 @@ def same_embedder(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def describe(identity: dict[str, Any]) -> str:
     return f"{identity.get('provider')}:{identity.get('model')} ({identity.get('dim')} dims)"
 
+
+# New tables are written in lance's file format 2.1: 2.2 encodes a column of one repeated value (namespace,
+# status, version, importance) so that taking a row decodes its whole fragment: at 1M memories (fragments of
+# 262k-475k rows) fetching a recall's ~8 rows cost ~24 ms, and a 475k-row test table's row take 7.7 ms in 2.2
+# against 1.5 ms in 2.1 (scans 14 / 7 ms). An existing table keeps the version it was created with.
+NEW_TABLE_OPTIONS = {"new_table_data_storage_version": "2.1"}
 
 # The key is declared in the schema the table is created with (the field metadata set_unenforced_primary_key
 # writes): created first and declared after, a writer that opened the table in between merged without the key
