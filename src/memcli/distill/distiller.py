@@ -271,7 +271,7 @@ class Distiller:
         others were compared by the distill that set it). Candidates: :mod:`memcli.distill.neighbours`."""
         import numpy as np
 
-        from memcli.distill.neighbours import EXACT_MAX, neighbours
+        from memcli.distill.neighbours import EXACT_MAX, bounded, neighbours
         from memcli.facts.samefact import (
             CONFLICT,
             RELATED,
@@ -314,13 +314,14 @@ class Distiller:
         rows, cols, raws = neighbours(vecs, np.asarray(fresh, dtype=np.int64), min(cut, ccut), cut,
                                       exact_max=self.exact_max or EXACT_MAX)
         calibrated = np.interp(raws, xs, ys, left=0.0, right=1.0)
-        for i, c, sim in zip(rows.tolist(), cols.tolist(), calibrated.tolist()):
+        read = bounded(calibrated, thr, cthr)
+        for i, c, sim in zip(rows[read].tolist(), cols[read].tolist(), calibrated[read].tolist()):
             if sim >= thr:
                 near.setdefault(i, {})[c] = sim
                 near.setdefault(c, {})[i] = sim
             elif sim >= cthr and (min(i, c), max(i, c)) not in close and overlap(i, c) >= CONFLICT_OVERLAP:
                 close[(min(i, c), max(i, c))] = sim
-        del rows, cols, raws, calibrated
+        del rows, cols, raws, calibrated, read
         for i, c, raw in across_languages(texts, vecs, set(fresh)):  # similarity cannot propose these
             sim = float(np.interp(raw, xs, ys, left=0.0, right=1.0))
             near.setdefault(i, {})[c] = sim

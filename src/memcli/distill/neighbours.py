@@ -7,10 +7,11 @@
   is about O(n·√n) and the memory one block of a bucket at a time. A near pair that shares no bucket is not
   proposed (rare: two vectors close to each other are close to the same centroids).
 
-Either way a row keeps at most ``k_hi`` partners from the ``hi`` cosine (merge candidates) and ``k_lo`` between
-``lo`` and ``hi`` (read for conflicts only), its most similar ones: the rule checks that follow are O(n·k)
-however dense the store (a store of turns in common words has most pairs in the conflict band). Both caps
-are well above what a store of facts reaches, so they only bound the pathological cases.
+Either way a row with more than ``k_hi + k_lo`` partners from the ``lo`` cosine keeps its ``k_hi`` most similar
+from ``hi`` (merge candidates) and ``k_lo`` below (read for conflicts only); and :func:`bounded` reads at most
+:data:`CLOSE_EXAMINE` conflict-band pairs, the most similar. So the rule checks that follow (~1 ms a pair) are
+bounded however dense the store (a store of turns in common words has most pairs in the conflict band), and
+a store of facts reaches neither cap: there the pairs are exactly today's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 EXACT_MAX = 20_000  # up to this many vectors in a namespace: every pair (today's exact path)
 MERGE_K = 64  # merge candidates kept per memory (its most similar)
 CLOSE_K = 8  # conflict-band pairs kept per memory
+CLOSE_EXAMINE = 20_000  # conflict-band pairs read per namespace and run (the most similar)
 _BLOCK = 1024  # rows of the exact path's similarity block (1024 × n float32)
 _CELLS = 1 << 24  # a bucket's similarity block holds at most this many floats (64 MB)
 _SAMPLE_PER_CENTROID = 40
@@ -64,29 +66,43 @@ def _sorted(parts: list[Pairs]) -> Pairs:
 
 
 def _top(sims: np.ndarray, lo: float, hi: float, k_hi: int, k_lo: int) -> Pairs:
-    """(row, column, value) of each row's ``k_hi`` best values ≥ ``hi`` and ``k_lo`` best in [lo, hi)."""
+    """(row, column, value) of each row's values ≥ ``lo``: all of them when a row has at most ``k_hi + k_lo``,
+    else its ``k_hi`` best from ``hi`` and ``k_lo`` best below. ``sims`` is scratch (changed in place)."""
+    k = k_hi + k_lo
+    width = sims.shape[1]
+    sims[sims < lo] = -np.inf  # in place: no second block
+    counts = np.count_nonzero(sims >= lo, axis=1)
     out = []
-    for floor, ceiling, k in ((hi, math.inf, k_hi), (lo, hi, k_lo)):
-        if floor >= ceiling or k <= 0:
-            continue
-        band = sims >= floor
-        if ceiling != math.inf:
-            band &= sims < ceiling
-        counts = band.sum(axis=1)
-        over = counts > k
-        few = np.nonzero(~over & (counts > 0))[0]
-        if len(few):
-            r, c = np.nonzero(band[few])
-            out.append((few[r], c, sims[few[r], c]))
-        many = np.nonzero(over)[0]
-        if len(many):  # the k best of a crowded row (argpartition: O(n), not a sort)
-            sub = np.where(band[many], sims[many], -np.inf)
-            c = np.argpartition(-sub, k - 1, axis=1)[:, :k]
-            r = np.repeat(many, k)
-            out.append((r, c.ravel(), sims[r, c.ravel()]))
+    few = np.nonzero((counts <= k) & (counts > 0))[0]
+    if len(few):
+        r, c = np.nonzero(sims[few] >= lo)
+        out.append((few[r], c, sims[few[r], c]))
+    many = np.nonzero(counts > k)[0]
+    if len(many):  # a crowded row: its k best (argpartition: O(width), not a sort), then the caps per band
+        sub = sims if len(many) == len(sims) else sims[many]
+        c = np.argpartition(sub, width - k, axis=1)[:, width - k:]
+        v = np.take_along_axis(sub, c, axis=1)
+        by = np.argsort(-v, axis=1, kind="stable")
+        c, v = np.take_along_axis(c, by, axis=1), np.take_along_axis(v, by, axis=1)
+        high = v >= hi
+        keep = (high & (np.cumsum(high, axis=1) <= k_hi)) | (~high & (v >= lo) & (np.cumsum(~high, axis=1) <= k_lo))
+        r = np.broadcast_to(many[:, None], c.shape)[keep]
+        out.append((r, c[keep], v[keep]))
     if not out:
         return _empty()
-    return tuple(np.concatenate([o[k] for o in out]) for k in range(3))  # type: ignore[return-value]
+    return tuple(np.concatenate([o[j] for o in out]) for j in range(3))  # type: ignore[return-value]
+
+
+def bounded(calibrated: np.ndarray, thr: float, cthr: float, limit: int = CLOSE_EXAMINE) -> np.ndarray:
+    """Which pairs to read (a mask, the pairs' order kept): every merge candidate (≥ ``thr``), and of the
+    conflict band (``cthr`` to ``thr``) at most ``limit``, the most similar. Each such pair costs the rule
+    checks ~1 ms: a dense store of turns has millions of them, and a store of facts far fewer than ``limit``."""
+    keep = calibrated >= thr
+    band = np.nonzero(~keep & (calibrated >= cthr))[0]
+    if len(band) > limit:
+        band = band[np.argsort(-calibrated[band], kind="stable")[:limit]]
+    keep[band] = True
+    return keep
 
 
 def _partitioned(vecs: np.ndarray, rows: np.ndarray, lo: float, hi: float, k_hi: int, k_lo: int,
