@@ -8,7 +8,8 @@
   proposed (rare: two vectors close to each other are close to the same centroids).
 
 Either way a row with more than ``k_hi + k_lo`` partners from the ``lo`` cosine keeps its ``k_hi`` most similar
-from ``hi`` (merge candidates) and ``k_lo`` below (read for conflicts only); and :func:`bounded` reads at most
+from ``hi`` (merge candidates) and ``k_lo`` below (read for conflicts only) — :data:`MERGE_K` and :data:`CLOSE_K`
+on the exact path, :data:`MERGE_K_LARGE` and :data:`CLOSE_K_LARGE` partitioned —; and :func:`bounded` reads at most
 :data:`CLOSE_EXAMINE` conflict-band pairs, the most similar. So the rule checks that follow (~1 ms a pair) are
 bounded however dense the store (a store of turns in common words has most pairs in the conflict band), and
 a store of facts reaches neither cap: there the pairs are exactly today's.
@@ -21,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-EXACT_MAX = 20_000  # up to this many vectors in a namespace: every pair (today's exact path)
-MERGE_K = 64  # merge candidates kept per memory (its most similar)
-CLOSE_K = 8  # conflict-band pairs kept per memory
+EXACT_MAX = 10_000  # up to this many vectors in a namespace: every pair (today's exact path)
+MERGE_K, CLOSE_K = 64, 8  # exact path: merge candidates and conflict-band pairs kept per crowded memory
+MERGE_K_LARGE, CLOSE_K_LARGE = 8, 2  # partitioned path: each pair costs the rules ~1 ms (a star grows by runs)
 CLOSE_EXAMINE = 20_000  # conflict-band pairs read per namespace and run (the most similar)
 _BLOCK = 1024  # rows of the exact path's similarity block (1024 × n float32)
 _CELLS = 1 << 24  # a bucket's similarity block holds at most this many floats (64 MB)
@@ -33,15 +34,17 @@ _ITERATIONS = 8
 Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (row i, partner c, raw cosine), sorted by i then c
 
 
-def neighbours(vecs: np.ndarray, rows: np.ndarray, lo: float, hi: float, *, k_hi: int = MERGE_K,
-               k_lo: int = CLOSE_K, exact_max: int = EXACT_MAX, seed: int = 0) -> Pairs:
+def neighbours(vecs: np.ndarray, rows: np.ndarray, lo: float, hi: float, *, k_hi: int | None = None,
+               k_lo: int | None = None, exact_max: int = EXACT_MAX, seed: int = 0) -> Pairs:
     """The pairs (i, c) with ``i`` in ``rows``, ``c != i`` and a raw cosine ≥ ``lo``: each ``i``'s ``k_hi``
-    most similar from ``hi`` and ``k_lo`` most similar below ``hi``; sorted by ``i``, then ``c``."""
+    most similar from ``hi`` and ``k_lo`` most similar below ``hi`` (default: the caps of the path taken);
+    sorted by ``i``, then ``c``."""
     n = len(vecs)
     rows = np.asarray(rows, dtype=np.int64)
     if n < 2 or not len(rows):
         return _empty()
     if n <= exact_max:
+        k_hi, k_lo = MERGE_K if k_hi is None else k_hi, CLOSE_K if k_lo is None else k_lo
         parts = []
         for start in range(0, len(rows), _BLOCK):
             block = rows[start:start + _BLOCK]
@@ -50,7 +53,8 @@ def neighbours(vecs: np.ndarray, rows: np.ndarray, lo: float, hi: float, *, k_hi
             r, c, v = _top(sims, lo, hi, k_hi, k_lo)
             parts.append((block[r], c, v))
         return _sorted(parts)
-    return _partitioned(vecs, rows, lo, hi, k_hi, k_lo, seed)
+    return _partitioned(vecs, rows, lo, hi, MERGE_K_LARGE if k_hi is None else k_hi,
+                        CLOSE_K_LARGE if k_lo is None else k_lo, seed)
 
 
 def _empty() -> Pairs:
