@@ -110,16 +110,17 @@ def across_languages(texts: "Sequence[str]", vecs: Any, fresh: set[int]) -> list
         return []
     token = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-/]*")
     stop = {"the", "a", "an", "is", "to", "of", "in", "and", "or", "on", "for"}
+    names = {i: {t.casefold().rstrip(".:") for t in token.findall(texts[i])} - stop for i in cjk}
+    wanted = set().union(*names.values())  # only the names a Chinese memory holds (not a million texts' words)
     holders: dict[str, list[int]] = {}
-    cjk_set = set(cjk)
     for i, text in enumerate(texts):
-        if i not in cjk_set:
-            for t in {t.casefold().rstrip(".:") for t in token.findall(text)} - stop:
+        if i not in names:
+            for t in {t.casefold().rstrip(".:") for t in token.findall(text)} & wanted:
                 holders.setdefault(t, []).append(i)
     out: list[tuple[int, int, float]] = []
     seen: set[tuple[int, int]] = set()
     for i in cjk:
-        for t in {t.casefold().rstrip(".:") for t in token.findall(texts[i])} - stop:
+        for t in names[i]:
             group = holders.get(t, [])
             if len(group) > _ANCHOR_MAX:
                 continue
