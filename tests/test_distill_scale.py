@@ -69,10 +69,11 @@ def test_partitioned_neighbours_match_exact_ones_on_planted_pairs() -> None:
     assert want <= pairs_exact
     assert len(want & pairs_part) >= 0.95 * len(want)  # approximate: a pair may fall in no common bucket
     assert pairs_part <= pairs_exact
-    # sorted by row then partner, never a row with itself
+    # never a row with itself, each pair once; exact: sorted by row then partner
     for i, c, _ in (exact, part):
-        assert not np.any(i == c)
-        assert np.all(np.diff(i) >= 0) and np.all((np.diff(i) > 0) | (np.diff(c) > 0))
+        assert not np.any(i == c) and len(set(zip(i.tolist(), c.tolist()))) == len(i)
+    i, c, _ = exact
+    assert np.all(np.diff(i) >= 0) and np.all((np.diff(i) > 0) | (np.diff(c) > 0))
 
 
 def test_each_memory_keeps_only_its_best_candidates() -> None:

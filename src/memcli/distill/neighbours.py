@@ -38,7 +38,7 @@ def neighbours(vecs: np.ndarray, rows: np.ndarray, lo: float, hi: float, *, k_hi
                k_lo: int | None = None, exact_max: int = EXACT_MAX, seed: int = 0) -> Pairs:
     """The pairs (i, c) with ``i`` in ``rows``, ``c != i`` and a raw cosine ≥ ``lo``: each ``i``'s ``k_hi``
     most similar from ``hi`` and ``k_lo`` most similar below ``hi`` (default: the caps of the path taken);
-    sorted by ``i``, then ``c``."""
+    sorted by ``i``, then ``c`` (partitioned: by ``i``'s bucket first)."""
     n = len(vecs)
     rows = np.asarray(rows, dtype=np.int64)
     if n < 2 or not len(rows):
@@ -158,7 +158,11 @@ def _partitioned(vecs: np.ndarray, rows: np.ndarray, lo: float, hi: float, k_hi:
     starts = np.nonzero(group)[0]
     rank = np.arange(len(i)) - np.repeat(starts, np.diff(np.append(starts, len(i))))
     keep = rank < np.where(high, k_hi, k_lo)
-    return _sorted([(i[keep], c[keep], v[keep])])
+    i, c, v = i[keep], c[keep], v[keep]
+    # by bucket (nearest centroid), then i, then c: the rule checks then read the texts of one bucket after
+    # another, which the same-fact test's cache of parsed texts holds (in i order each partner is a miss)
+    order = np.lexsort((c, i, near2[i, 0]))
+    return i[order], c[order], v[order]
 
 
 def _kmeans(vecs: np.ndarray, k: int, rng: Any) -> np.ndarray:
