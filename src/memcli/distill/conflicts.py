@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from memcli.distill.runs import CONFLICTS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from memcli.memory.store import MemoryStore
     from memcli.models import Memory
 
@@ -30,10 +32,13 @@ CONFLICT_THRESHOLD = 0.55
 CONFLICT_OVERLAP = 0.35
 
 
-def known_conflicts(store: "MemoryStore", plan: Any, archived: set[str]) -> None:
+def known_conflicts(store: "MemoryStore", plan: Any, archived: set[str], merged_into: dict[str, str],
+                    lookup: "Callable[[Sequence[str]], dict[str, Memory]]") -> None:
     """The contradictions earlier runs listed stay listed until they are settled: while both memories (or
     the memories they were merged into) are active and still contradict each other. (An incremental run
-    compares only pairs with a memory changed since the last run: without this they would vanish.)"""
+    compares only pairs with a memory changed since the last run: without this they would vanish.)
+    ``merged_into``: earlier merges (member id → the memory it went into); ``lookup``: the active memories
+    of some ids (the plan holds only the ones it names)."""
     from memcli.facts.samefact import CONFLICT, merge_verdict
 
     try:
@@ -42,15 +47,17 @@ def known_conflicts(store: "MemoryStore", plan: Any, archived: set[str]) -> None
         return
     if not isinstance(known, list):
         return
-    into = {x: m.id for m in plan.memories.values() for x in m.merged_from}
+    into = dict(merged_into)
     into.update({i: step.keep for step in plan.merge for i in step.merge})
     found = {frozenset(c["ids"]) for c in plan.conflicts}
     extra: dict[tuple[str, str], dict[str, Any]] = {}
+    known = [x for x in known if isinstance(x, list) and len(x) == 3 and all(isinstance(y, str) for y in x[:2])]
+    mems = lookup([into.get(x, x) for item in known for x in item[:2]])
     for item in known:
         if not (isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item[:2])):
             continue
         a, b = into.get(item[0], item[0]), into.get(item[1], item[1])
-        ma, mb = plan.memories.get(a), plan.memories.get(b)
+        ma, mb = mems.get(a), mems.get(b)
         if ma is None or mb is None or a == b or {a, b} & archived or frozenset((a, b)) in found \
                 or ma.namespace != mb.namespace:
             continue
@@ -92,26 +99,28 @@ CROSS_MIN_COSINE = 0.82  # raw: a translation scores 0.85–0.89 with e5, unrela
 _ANCHOR_MAX = 50  # a name more memories hold than this anchors nothing
 
 
-def across_languages(mems: list["Memory"], vecs: Any, fresh: set[int]) -> list[tuple[int, int, float]]:
+def across_languages(texts: "Sequence[str]", vecs: Any, fresh: set[int]) -> list[tuple[int, int, float]]:
     """Pairs of an English and a Chinese memory that name the same thing (a Latin name, identifier or number
     in the Chinese text is in the English one) with a cosine a translation reaches: candidates for
     :mod:`memcli.facts.crosslang`, which the embedder's similarity alone would never propose."""
     from memcli.textnorm import script_of
 
-    cjk = [i for i, m in enumerate(mems) if script_of(m.content) == "cjk"]
+    cjk = [i for i, t in enumerate(texts) if script_of(t) == "cjk"]
     if not cjk:
         return []
     token = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-/]*")
     stop = {"the", "a", "an", "is", "to", "of", "in", "and", "or", "on", "for"}
+    names = {i: {t.casefold().rstrip(".:") for t in token.findall(texts[i])} - stop for i in cjk}
+    wanted = set().union(*names.values())  # only the names a Chinese memory holds (not a million texts' words)
     holders: dict[str, list[int]] = {}
-    for i, m in enumerate(mems):
-        if i not in cjk:
-            for t in {t.casefold().rstrip(".:") for t in token.findall(m.content)} - stop:
+    for i, text in enumerate(texts):
+        if i not in names:
+            for t in {t.casefold().rstrip(".:") for t in token.findall(text)} & wanted:
                 holders.setdefault(t, []).append(i)
     out: list[tuple[int, int, float]] = []
     seen: set[tuple[int, int]] = set()
     for i in cjk:
-        for t in {t.casefold().rstrip(".:") for t in token.findall(mems[i].content)} - stop:
+        for t in names[i]:
             group = holders.get(t, [])
             if len(group) > _ANCHOR_MAX:
                 continue

@@ -59,13 +59,14 @@ from memcli.errors import StoreError, ValidationError, VersionConflictError
 from memcli.memory.audit import AuditEvent, clip
 from memcli.memory.reader import quote
 from memcli.memory.records import embed_memories
-from memcli.memory.rows import STATUS_COLUMNS, row_search_text, row_to_memory
+from memcli.memory.rows import STATUS_COLUMNS, row_search_text
 from memcli.memory.store import ACTIVE_FILTER
 from memcli.models import ACTIVE, ARCHIVED, SUPERSEDED, Memory, now_ms
 
 if TYPE_CHECKING:
     from memcli.config import Config
     from memcli.distill.condense import LlmSettings
+    from memcli.distill.scan import View
     from memcli.embedders import Embedder
     from memcli.memory.store import MemoryStore
 
@@ -74,7 +75,6 @@ PROMOTE_IMPORTANCE = 0.8
 WATERMARK_MARGIN_MS = 10 * 60_000
 _READ = ["id", "content", "namespace", "project", "scope", "tags", "importance", "key", "metadata", "source",
          "created_at", "updated_at", "expires_at", "version", "content_hash", "thread", "context", *STATUS_COLUMNS]
-_BLOCK = 1024  # similarity rows computed at once (1024 × N float32)
 
 
 @dataclass
@@ -185,6 +185,7 @@ class Distiller:
         self._llm: Any = None  # the Condenser of this run (one token budget for confirming and condensing)
         self.runs = DistillRuns(store)
         self._spelling = Spelling(())  # how the namespace being clustered spells its words
+        self.exact_max: int | None = None  # neighbours' EXACT_MAX unless set (tests: lower, to partition)
 
     def llm(self) -> Any:
         """The LLM of this run (memcli.distill.condense.Condenser), when one is configured; else None."""
@@ -197,36 +198,35 @@ class Distiller:
     # ------------------------------------------------------------------ plan
     def plan(self, now: int | None = None) -> DistillPlan:
         """What to archive, merge and promote (reads only)."""
-        import numpy as np
+        from memcli.distill.scan import Scan, View
 
         now = now or now_ms()
         where = ACTIVE_FILTER
         if self.options.namespace:
             where += f" AND namespace = {quote(self.options.namespace)}"
-        try:  # _READ holds outdated_by (STATUS_COLUMNS): set on write, the older side of a change
-            table = self.store.reader.snapshot().to_table(columns=_READ + ["vector"], filter=where)
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise StoreError(f"reading the store failed: {exc}. Run `memcli doctor`.") from exc
-        vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.store.dim)
-        raw = table.drop_columns(["vector"]).to_pylist()
-        mems = [row_to_memory(r) for r in raw]
-        plan = DistillPlan(memories={m.id: m for m in mems}, scanned=len(mems), read_at=now)
-        plan.outdated = {r["id"]: r["outdated_by"] for r in raw if r.get("outdated_by")}
+        # light columns and the vectors of every row; whole Memory objects only for the rows the plan names
+        # (outdated_by, of STATUS_COLUMNS: set on write, the older side of a change)
+        scan = Scan(self.store.reader.snapshot(), where, self.store.dim)
+        plan = DistillPlan(scanned=len(scan), read_at=now)
+        plan.outdated = {scan.ids[i]: o for i, o in enumerate(scan.cols["outdated_by"]) if o}
         since = self._watermark()
-        plan.archive = [m.id for m in mems if m.expires_at is not None and m.expires_at <= now]
+        plan.archive = [scan.ids[i] for i, e in enumerate(scan.cols["expires_at"]) if e is not None and e <= now]
         archived = set(plan.archive)
         by_ns: dict[str, list[int]] = {}
-        for i, m in enumerate(mems):
-            if m.id not in archived:
-                by_ns.setdefault(m.namespace, []).append(i)
+        for i, ns in enumerate(scan.namespaces):
+            if scan.ids[i] not in archived:
+                by_ns.setdefault(ns, []).append(i)
         for ns in sorted(by_ns):
             idx = by_ns[ns]
-            self._spelling = Spelling(mems[i].content for i in idx)
-            steps, conflicts = self._clusters([mems[i] for i in idx], np.asarray(vectors[idx], dtype=np.float32),
-                                              since)
+            view = View(scan, idx)
+            self._spelling = Spelling(view.contents)
+            # every row in one namespace, in order: the scan's array itself, not a copy
+            vecs = scan.vectors if len(idx) == len(scan) else scan.vectors[idx]
+            steps, conflicts = self._clusters(view, vecs, since)
             plan.merge += steps
             plan.conflicts += conflicts
-        known_conflicts(self.store, plan, archived)
+        plan.memories = scan.built()  # the rows the clustering named, as it read them (whole ones below)
+        known_conflicts(self.store, plan, archived, scan.merged_into(), scan.lookup)
         plan.conflicts.sort(key=lambda c: -c["created_at"])
         for c in plan.conflicts:  # the older side of a contradiction is outdated until someone settles it
             plan.outdated.setdefault(c["ids"][1], c["ids"][0])
@@ -243,19 +243,24 @@ class Distiller:
                 plan.promote.append(step.keep)
                 plan.reasons[step.keep] = (f"held by {len(agents)} agents" if len(agents) >= 2
                                            else "merged with a global memory")
-        for m in mems:
-            if m.id in archived or m.id in merged_away or m.id in plan.reasons or m.id in held:
+        cols = scan.cols
+        for i, mid in enumerate(scan.ids):
+            if mid in archived or mid in merged_away or mid in plan.reasons or mid in held:
                 continue
-            scope = new_scope.get(m.id, m.scope)
-            if scope.startswith("agent:") and new_importance.get(m.id, m.importance) >= self.options.promote_importance:
-                plan.promote.append(m.id)
-                plan.reasons[m.id] = f"importance ≥ {self.options.promote_importance:g}"
+            scope = new_scope.get(mid, cols["scope"][i] or "")
+            if scope.startswith("agent:") and new_importance.get(mid, float(cols["importance"][i] or 0.0)
+                                                                 ) >= self.options.promote_importance:
+                plan.promote.append(mid)
+                plan.reasons[mid] = f"importance ≥ {self.options.promote_importance:g}"
+        named = [*plan.archive, *plan.promote, *(i for m in plan.merge for i in [m.keep, *m.merge]),
+                 *(i for c in plan.conflicts for i in c["ids"])]
+        plan.memories = scan.full(named, _READ)
         for step in plan.merge:
             if step.keep in plan.reasons:
                 step.scope = "global"
         return plan
 
-    def _clusters(self, mems: list[Memory], vecs: Any, since: int | None = None
+    def _clusters(self, mems: "View", vecs: Any, since: int | None = None
                   ) -> tuple[list[MergeStep], list[dict[str, Any]]]:
         """Star clusters of one namespace, and the conflicts found on the way. Similarity proposes: each pair at
         least ``threshold`` similar is a candidate. The same-fact test decides (:mod:`memcli.facts.samefact`): each
@@ -263,9 +268,10 @@ class Distiller:
         that tells them apart; an LLM, when configured, may confirm a candidate the rules are unsure of, never
         one they vetoed. A candidate pair about the same subject with different values is a *conflict*: listed,
         never merged. With ``since`` only pairs with a memory written or changed since then are compared (the
-        others were compared by the distill that set it): O(new × all), not O(all²)."""
+        others were compared by the distill that set it). Candidates: :mod:`memcli.distill.neighbours`."""
         import numpy as np
 
+        from memcli.distill.neighbours import EXACT_MAX, bounded, neighbours
         from memcli.facts.samefact import (
             CONFLICT,
             RELATED,
@@ -287,35 +293,36 @@ class Distiller:
         cthr = min(thr, CONFLICT_THRESHOLD)
         ccut = float(np.interp(cthr, ys, xs)) - 1e-6 if ys[0] < cthr <= ys[-1] else cut
         words: dict[int, frozenset[str]] = {}
+        texts = mems.contents
 
         def overlap(i: int, c: int) -> float:
+            if len(words) > 65536:  # a bounded cache: a million word sets would not fit
+                words.clear()
             for k in (i, c):
                 if k not in words:
-                    words[k] = word_set(mems[k].content)
+                    words[k] = word_set(texts[k])
             union = len(words[i] | words[c])
             return len(words[i] & words[c]) / union if union else 0.0
         # best first; among equals the oldest id (exact copies keep the id others may have noted). A keeper's
         # rank does not change by merging (its members rank lower), so the next run sees the same order.
-        order = sorted(sorted(range(n), key=lambda i: mems[i].id), key=lambda i: _keeper_rank(mems[i]), reverse=True)
+        order = sorted(sorted(range(n), key=mems.id), key=mems.rank, reverse=True)
         rank_of = np.empty(n, dtype=np.int64)
         rank_of[order] = np.arange(n)
-        fresh = [i for i in range(n) if since is None or mems[i].updated_at >= since]
+        fresh = [i for i in range(n) if since is None or mems.updated(i) >= since]
         near: dict[int, dict[int, float]] = {}
         close: dict[tuple[int, int], float] = {}  # read for conflicts only
-        for start in range(0, len(fresh), _BLOCK):
-            block = fresh[start:start + _BLOCK]
-            sims = vecs[block] @ vecs.T
-            rows, cols = np.nonzero(sims >= min(cut, ccut))
-            for r, c in zip(rows.tolist(), cols.tolist()):
-                i = block[r]
-                if i != c:
-                    sim = float(np.interp(sims[r, c], xs, ys, left=0.0, right=1.0))
-                    if sim >= thr:
-                        near.setdefault(i, {})[c] = sim
-                        near.setdefault(c, {})[i] = sim
-                    elif sim >= cthr and (min(i, c), max(i, c)) not in close and overlap(i, c) >= CONFLICT_OVERLAP:
-                        close[(min(i, c), max(i, c))] = sim
-        for i, c, raw in across_languages(mems, vecs, set(fresh)):  # similarity cannot propose these
+        rows, cols, raws = neighbours(vecs, np.asarray(fresh, dtype=np.int64), min(cut, ccut), cut,
+                                      exact_max=self.exact_max or EXACT_MAX)
+        calibrated = np.interp(raws, xs, ys, left=0.0, right=1.0)
+        read = bounded(calibrated, thr, cthr)
+        for i, c, sim in zip(rows[read].tolist(), cols[read].tolist(), calibrated[read].tolist()):
+            if sim >= thr:
+                near.setdefault(i, {})[c] = sim
+                near.setdefault(c, {})[i] = sim
+            elif sim >= cthr and (min(i, c), max(i, c)) not in close and overlap(i, c) >= CONFLICT_OVERLAP:
+                close[(min(i, c), max(i, c))] = sim
+        del rows, cols, raws, calibrated, read
+        for i, c, raw in across_languages(texts, vecs, set(fresh)):  # similarity cannot propose these
             sim = float(np.interp(raw, xs, ys, left=0.0, right=1.0))
             near.setdefault(i, {})[c] = sim
             near.setdefault(c, {})[i] = sim
@@ -325,9 +332,9 @@ class Distiller:
         pairs = [((i, c), sim) for i, cs in near.items() for c, sim in cs.items() if i < c]
         verdicts: dict[tuple[int, int], Verdict] = {}
         for (i, c), sim in pairs + list(close.items()):  # whoever keeps what: every contradiction is listed
-            if not may_conflict(mems[i].content, mems[c].content):
+            if not may_conflict(texts[i], texts[c]):
                 continue
-            verdict = verdicts[(i, c)] = merge_verdict(mems[i].content, mems[c].content)
+            verdict = verdicts[(i, c)] = merge_verdict(texts[i], texts[c])
             if verdict.relation == CONFLICT:
                 note_conflict(conflicts, mems[i], mems[c], verdict, sim)
 
@@ -340,20 +347,19 @@ class Distiller:
             members: list[tuple[int, float]] = []
             why: dict[str, str] = {}
             for c, sim in sorted(near.get(i, {}).items(), key=lambda cs: rank_of[cs[0]]):
-                if taken[c] or mems[c].key is not None:
+                if taken[c] or mems.keys[c] is not None:
                     continue
-                verdict = verdicts.get((i, c)) or merge_verdict(mems[i].content, mems[c].content)
-                if verdict.same and not compare(mems[c].content, mems[i].content).same:
+                verdict = verdicts.get((i, c)) or merge_verdict(texts[i], texts[c])
+                if verdict.same and not compare(texts[c], texts[i]).same:
                     # each must state what the other does (a keeper that says more would lose nothing, but a
                     # one-way relation makes the clusters depend on the order: a second run would merge more)
                     verdict = Verdict(RELATED, "the first says more than the second", sure=False)
                 if verdict.same:
                     members.append((c, sim))
-                    why[mems[c].id] = verdict.reason
-                elif not verdict.sure and self.llm() is not None and self.llm().same_fact(mems[i].content,
-                                                                                         mems[c].content):
+                    why[mems.id(c)] = verdict.reason
+                elif not verdict.sure and self.llm() is not None and self.llm().same_fact(texts[i], texts[c]):
                     members.append((c, sim))
-                    why[mems[c].id] = "confirmed by the LLM (the rules found no difference in values)"
+                    why[mems.id(c)] = "confirmed by the LLM (the rules found no difference in values)"
             if not members:
                 continue  # not a keeper: a better-worded memory later in the order may still take it
             taken[i] = True
