@@ -115,7 +115,7 @@ def latency(env: dict[str, str], adds: int, searches: int) -> dict[str, float]:
 class MotoLog:
     """The requests moto served since the last look (its access log: method, path, status)."""
 
-    LINE = re.compile(r'"(?:\x1b\[[0-9;]*m)?([A-Z]+) (\S+) HTTP/[0-9.]+(?:\x1b\[0m)?" (\d{3})')
+    LINE = re.compile(r'"(?:\x1b\[[0-9;]*m)*([A-Z]+) (\S+) HTTP/[0-9.]+(?:\x1b\[0m)?" (\d{3})')
 
     def __init__(self, path: Path) -> None:
         self.path = path

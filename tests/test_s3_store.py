@@ -103,6 +103,27 @@ def test_probe_signature_matches_botocore() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ the service
+def test_import_on_s3_links_a_few_records_and_leaves_the_rest_to_distill(moto: MotoServer, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linking an imported record is a vector search; on s3 that is S3 requests (61 ms each on moto), so an
+    import there links the first LINK_IMPORTED_REMOTE records and reports the rest unlinked; locally all."""
+    from memcli.memory import records
+
+    monkeypatch.setattr(records, "LINK_IMPORTED_REMOTE", 2)
+    recs = [{"content": f"the release checklist step {i} needs the cache key k{i * 7919} and a canary"}
+            for i in range(5)]
+    s3 = load_config(tmp_path / "s3", env={"MEMCLI_EMBEDDER": "hash", **s3_env(moto.endpoint, _uri())})
+    local = load_config(tmp_path / "local", env={"MEMCLI_EMBEDDER": "hash"})
+    for cfg, unlinked in ((s3, 3), (local, None)):
+        svc = MemoryService.open(cfg)
+        try:
+            res = svc.import_records([dict(r) for r in recs])
+            assert res["added"] == 5 and res.get("unlinked") == unlinked, (cfg.data_uri, res)
+            assert svc.stats()["total"] == 5
+        finally:
+            svc.close()
+
+
 def test_service_crud_and_recall_on_s3(moto: MotoServer, tmp_path: Path) -> None:
     cfg = load_config(tmp_path / "home", env={"MEMCLI_EMBEDDER": "hash", **s3_env(moto.endpoint, _uri())})
     svc = MemoryService.open(cfg)

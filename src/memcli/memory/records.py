@@ -207,6 +207,10 @@ def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]],
 # each: ~1 ms at 10k rows, so a big dump (a million-row bench file) would import at a fraction of its speed.
 # Past this many, `memcli distill` links the rest (it links what the writes missed before it plans).
 LINK_IMPORTED = 20_000
+# On object storage each of those searches is S3 requests (a LIST of the versions and ~3 ranged GETs per
+# fragment): 61 ms a search on moto with one 4,096-row fragment, and the first 20k records of a 100k import took
+# more than the rest of it (bench/s3.py --scale). There an import links this many; `memcli distill` the rest.
+LINK_IMPORTED_REMOTE = 500
 
 
 def import_records(svc: Any, records: Iterable[Any], *, vectors_identity: dict[str, Any] | None = None,
@@ -273,7 +277,8 @@ def import_records(svc: Any, records: Iterable[Any], *, vectors_identity: dict[s
         # records without links are linked as if each had been remembered then (in time order within a
         # chunk; memcli's exports are oldest first): one vector search each, so only the first LINK_IMPORTED
         link = [(m, row["vector"]) for (m, _), row in zip(todo, rows) if m.id in bare]
-        room = max(0, LINK_IMPORTED - (linked + unlinked))
+        cap = LINK_IMPORTED if "://" not in str(svc.store.uri) else LINK_IMPORTED_REMOTE
+        room = max(0, cap - (linked + unlinked))
         if link[:room]:
             link_imported(svc, link[:room], svc._actor("import"))
         linked += len(link[:room])
