@@ -13,7 +13,9 @@ One s3:// prefix, parts in order (each needs the ones before it):
    due: their time and S3 requests, then what ``stats`` says (``index_status``, ``maintenance_due``);
 3. ``recall``: bench/scale.py's text queries in process (p50/p95, top-5 agreement with exact search) and its
    identifier queries (rank of the memory named);
-4. ``replicas``: W ``memcli serve`` replicas on the same prefix, each sent P single REST remembers, ``--parallel``
+4. ``profile``: each step of a recall (snapshot, ANN search, keyword search, its per-token ideal, fetch) on its
+   own: median ms and S3 requests per query;
+5. ``replicas``: W ``memcli serve`` replicas on the same prefix, each sent P single REST remembers, ``--parallel``
    at once: writes/s, p50/p95, then every acknowledged id looked up in the store (``0 lost, 0 duplicated``),
    the N imported rows counted again, and recall through a replica's REST API (``/api/search``) p50/p95.
 """
@@ -21,6 +23,7 @@ One s3:// prefix, parts in order (each needs the ones before it):
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -33,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402  (bench/scale.py: the export, its queries, the recall and identifier parts)
 from s3 import BUCKET, MotoLog, concurrent, kinds  # noqa: E402
 
-PARTS = ("import", "index", "recall", "replicas")
+PARTS = ("import", "index", "recall", "profile", "replicas")
 
 
 def load() -> str:
@@ -127,6 +130,43 @@ def recall_part(svc: Any, n: int) -> None:
     print(f"  ({load()})", flush=True)
 
 
+def profile_part(svc: Any, n: int, moto_log: MotoLog, count: int = 20) -> None:
+    """Where a recall's time goes on s3: each of its store calls run on its own, one after another (recall runs
+    the keyword search beside the vector search), median ms and S3 requests per query."""
+    from memcli.memory.store import ACTIVE_FILTER
+
+    store = svc.store
+    qs = scale.text_queries(n, count)
+    svc.recall(qs[0])
+    steps: dict[str, tuple[list[float], dict[str, int]]] = {}
+
+    def step(name: str, fn: Any) -> Any:
+        moto_log.take()
+        t = time.perf_counter()
+        out = fn()
+        ms, q = steps.setdefault(name, ([], {"read": 0, "list": 0, "write": 0, "412": 0}))
+        ms.append((time.perf_counter() - t) * 1000)
+        for k, v in kinds(moto_log.take()).items():
+            q[k] += v
+        return out
+
+    for text in qs:
+        vec = svc.embedder.embed_query(text)
+        snap = step("snapshot (latest version)", store.reader.snapshot)
+        vids = step("vector search (ANN)", lambda: store._vector_ids(snap, vec, "vector", ACTIVE_FILTER, 20))
+        tids = step("keyword search", lambda: store._text_ids(snap, text, ACTIVE_FILTER, 20))
+        step("keyword ideal (per token)", lambda: store.keyword_ideal(snap, text, ACTIVE_FILTER))
+        cands = store.search(text=None, vector=None, where=None, k=1)
+        cands.snapshot = snap
+        step("fetch 10 rows", lambda: store.fetch(cands, [r for r, _ in (vids + tids)[:10]]))
+        step("whole recall", lambda: svc.recall(text))
+    print(f"  where a recall's time goes on s3 ({count} queries, each step alone): median ms, S3 requests per query "
+          "(read/list/write)")
+    for name, (ms, q) in steps.items():
+        print(f"    {name:<28} {statistics.median(ms):7.1f} ms  {per(q, len(ms))}")
+    print(f"  ({load()})", flush=True)
+
+
 def replicas_part(env: dict[str, str], n: int, writers: int, per_writer: int, parallel: int, tmp: Path,
                   moto_log: MotoLog) -> None:
     """W replicas on the prefix of the N imported memories: concurrent single REST writes, then each acknowledged
@@ -188,6 +228,8 @@ def run(n: int, parts: set[str], moto: Any, moto_log: MotoLog, tmp: Path, *, wri
             index_part(svc, moto_log)
         if "recall" in parts:
             recall_part(svc, n)
+        if "profile" in parts:
+            profile_part(svc, n, moto_log)
     finally:
         svc.close()
     if "replicas" in parts:
