@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 # content hashes per IN (...) filter: one query for a whole batch, bounded in length
 HASHES_PER_QUERY = 500
 # On object storage a batch's similar-memory searches (one per memory) run this many at once: each is S3 round
-# trips, and one after another they were 73 s of the 82 s a replica took to write a group of 99 single writes
-# to a 100k-row store on moto (bench/s3.py --scale 100000).
+# trips. A replica writing a group of 99 to a 100k-row store on moto spent 73 of its 82 s before the write leases
+# (bench/s3.py --scale 100000); in process at 24k rows these searches were 10.6 of a 40-write group's 14.5 s,
+# 8 at once made the group 9.8 s (in the replica run at load 11 the group took as long: the CPU was the limit).
 SIMILAR_THREADS = 8
 
 T = TypeVar("T")
