@@ -3,6 +3,7 @@
     python bench/s3.py                       # defaults: 40 single adds, 30 searches, profile, 2 replicas x 100
     python bench/s3.py --adds 100 --writers 2 --per-writer 100 --parallel 100 --no-cas
     python bench/s3.py --baseline /tmp/main  # also the replicas on another memcli source tree (its src/), same run
+    nice -n 10 python bench/s3.py --scale 100000  # instead: bench/scale.py's 100k export on s3 (bench/s3_scale.py)
 
 1. Latency, in process (MemoryService, the hash embedder: the store is what is measured), local dir vs s3://
    on moto: p50/p95 of one remember over N single adds (automatic compaction on, as configured); then, on a
@@ -37,6 +38,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +115,7 @@ def latency(env: dict[str, str], adds: int, searches: int) -> dict[str, float]:
 class MotoLog:
     """The requests moto served since the last look (its access log: method, path, status)."""
 
-    LINE = re.compile(r'"(?:\x1b\[[0-9;]*m)?([A-Z]+) (\S+) HTTP/[0-9.]+(?:\x1b\[0m)?" (\d{3})')
+    LINE = re.compile(r'"(?:\x1b\[[0-9;]*m)*([A-Z]+) (\S+) HTTP/[0-9.]+(?:\x1b\[0m)?" (\d{3})')
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -233,7 +235,10 @@ def print_profile(runs: dict[int, dict[str, Any]], writes: int) -> None:
 
 # ------------------------------------------------------------------------------------------------ replicas
 def concurrent(env: dict[str, str], writers: int, per_writer: int, tmp: Path, *extra: str, parallel: int = 1,
-               memcli: str = MEMCLI, moto_log: MotoLog | None = None) -> dict[str, Any]:
+               memcli: str = MEMCLI, moto_log: MotoLog | None = None,
+               after: Callable[[list[ServerProc], dict[str, str]], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``after(servers, acked)``, if given, runs while the replicas are still up and its figures join the result,
+    in place of listing every row to look for the acknowledged ids (a big store: the caller looks them up)."""
     servers: list[ServerProc] = []
     token = "bench-" + secrets.token_hex(8)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCLI_", "AWS_"))}
@@ -276,13 +281,15 @@ def concurrent(env: dict[str, str], writers: int, per_writer: int, tmp: Path, *e
         s3 = kinds(moto_log.take()) if moto_log is not None else {}
         commits = [len(re.findall(r"remember: \d+ memor(?:y|ies) \(\w+\) in one commit", s.log.read_text()))
                    for s in servers]
+        out = {"acked": len(acked), "errors": len(errors), "first_error": errors[0] if errors else "",
+               "wall": wall, "writes_s": len(acked) / wall, "p50": p(lat, 0.5), "p95": p(lat, 0.95),
+               "commits": commits, "s3": s3, "acked_ids": dict(acked)}
+        if after is not None:
+            return {**out, **after(servers, acked)}
         with servers[0].client(timeout=120) as c:
             items = c.get("/api/memories", params={"limit": 100_000}).json()
         ids = [it["memory_id"] for it in items]
-        return {"acked": len(acked), "errors": len(errors), "first_error": errors[0] if errors else "",
-                "wall": wall, "writes_s": len(acked) / wall, "p50": p(lat, 0.5), "p95": p(lat, 0.95),
-                "lost": len(set(acked) - set(ids)), "duplicated": len(ids) - len(set(ids)), "rows": len(ids),
-                "commits": commits, "s3": s3}
+        return {**out, "lost": len(set(acked) - set(ids)), "duplicated": len(ids) - len(set(ids)), "rows": len(ids)}
     finally:
         for s in servers:
             s.stop()
@@ -308,6 +315,9 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="also run the replicas on this memcli source tree (its src/)")
     ap.add_argument("--no-cas", action="store_true", help="also run the writers through a proxy that drops "
                     "If-None-Match (a store without conditional PUT)")
+    ap.add_argument("--scale", type=int, default=0, help="instead: bench/scale.py's export of this many memories on "
+                    "s3 (bench/s3_scale.py: import, maintenance, recall, the replicas on it)")
+    ap.add_argument("--scale-parts", default="import,index,recall,replicas", help="the parts of --scale")
     args = ap.parse_args()
     why = moto_missing()
     if why:
@@ -318,6 +328,12 @@ def main() -> None:
     moto_log = MotoLog(tmp / "moto.log")
     try:
         moto.create_bucket(BUCKET)
+        if args.scale:
+            import s3_scale
+
+            s3_scale.run(args.scale, set(args.scale_parts.split(",")), moto, moto_log, tmp, writers=args.writers,
+                         per_writer=args.per_writer, parallel=args.parallel)
+            return
         print(f"moto {moto.endpoint}; {args.adds} single adds, {args.searches} hybrid recalls (hash embedder)\n")
         rows = {"local disk": latency({}, args.adds, args.searches),
                 "s3 (moto)": latency(s3_env(moto.endpoint, f"s3://{BUCKET}/lat-{uuid.uuid4().hex[:8]}"),

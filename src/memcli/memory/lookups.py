@@ -8,8 +8,8 @@ and again under the store's write lock (:mod:`memcli.memory.writelock`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memcli.memory.reader import quote
 
@@ -19,6 +19,25 @@ if TYPE_CHECKING:
 
 # content hashes per IN (...) filter: one query for a whole batch, bounded in length
 HASHES_PER_QUERY = 500
+# On object storage a batch's similar-memory searches (one per memory) run this many at once: each is S3 round
+# trips. A replica writing a group of 99 to a 100k-row store on moto spent 73 of its 82 s before the write leases
+# (bench/s3.py --scale 100000); in process at 24k rows these searches were 10.6 of a 40-write group's 14.5 s,
+# 8 at once made the group 9.8 s (in the replica run at load 11 the group took as long: the CPU was the limit).
+SIMILAR_THREADS = 8
+
+T = TypeVar("T")
+
+
+def similar_each(search: Callable[[Any, str], T], queries: Sequence[tuple[Any, str]], *, remote: bool) -> list[T]:
+    """``search(vector, namespace)`` of each query, in the queries' order: on object storage (``remote``)
+    SIMILAR_THREADS at a time (reads only; lance releases the GIL while it waits), else one after another."""
+    if not remote or len(queries) < 2:
+        return [search(v, ns) for v, ns in queries]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(SIMILAR_THREADS, len(queries)),
+                            thread_name_prefix="memcli-similar") as pool:
+        return list(pool.map(lambda q: search(*q), queries))
 
 
 def live_by_key(store: "MemoryStore", m: "Memory") -> "Memory | None":

@@ -208,6 +208,10 @@ def not_in_namespace(store: "MemoryStore", mems: list[tuple[Memory, Any]],
 # (~13 ms at 10k rows). Past this many, `memcli distill` links the rest (it links what the writes missed before
 # it plans).
 LINK_IMPORTED = 20_000
+# On object storage each of those searches is S3 requests (a LIST of the versions and ~3 ranged GETs per
+# fragment): 61 ms a search on moto with one 4,096-row fragment, and the first 20k records of a 100k import took
+# more than the rest of it (bench/s3.py --scale). There an import links this many; `memcli distill` the rest.
+LINK_IMPORTED_REMOTE = 500
 
 
 def import_records(svc: Any, records: Iterable[Any], *, vectors_identity: dict[str, Any] | None = None,
@@ -275,7 +279,10 @@ def import_records(svc: Any, records: Iterable[Any], *, vectors_identity: dict[s
         # records without links are linked as if each had been remembered then (in time order within a
         # chunk; memcli's exports are oldest first), against the import so far: only the first LINK_IMPORTED
         link = [(m, row["vector"]) for (m, _), row in zip(todo, rows) if m.id in bare]
-        room = max(0, LINK_IMPORTED - (linked + unlinked))
+        # on object storage each vector search of the store is S3 round trips (~61 ms on moto): only the
+        # import's own records are searched in memory, so the smaller cap holds only when the store is searched
+        remote = "://" in str(svc.store.uri) and pool.search_store
+        room = max(0, (LINK_IMPORTED_REMOTE if remote else LINK_IMPORTED) - (linked + unlinked))
         if room:  # the candidates of what is linked: every record stored so far (held until linking ends)
             pool.add([(m, row["vector"]) for (m, _), row in zip(todo, rows)])
         if link[:room]:

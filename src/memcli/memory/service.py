@@ -13,7 +13,7 @@ from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.memory.activity import daily_counts, scope_counts, store_stats
 from memcli.memory import current
 from memcli.memory.audit import AuditEvent, clip, diff
-from memcli.memory.lookups import attach_context, live_by_identity, live_by_key
+from memcli.memory.lookups import attach_context, live_by_identity, live_by_key, similar_each
 from memcli.memory.records import embed_memories, redact_memory, reembed_all
 from memcli.memory.records import import_records as import_stream
 from memcli.memory.rows import memory_to_row
@@ -215,10 +215,12 @@ class MemoryService:
             rows: dict[int, dict[str, Any]] = {}
             links: dict[int, list[Any]] = {}
             earlier: list[tuple[Memory, Any]] = []  # this batch's memories before this one (a server's group)
-            for i, vec, cvec in zip(to_write, vectors, ctx_vectors):
-                # one search serves both: the close ones (duplicates, related) and the candidates of a change
-                near = self._similar(vec, mems[i].namespace, min(self.duplicate_threshold, current.MIN_SIMILARITY),
-                                     k=max(5, current.CANDIDATES))
+            # one search per memory serves both: the close ones (duplicates, related) and the candidates of a change
+            floor, k = min(self.duplicate_threshold, current.MIN_SIMILARITY), max(5, current.CANDIDATES)
+            nears = similar_each(lambda v, ns: self._similar(v, ns, floor, k=k),
+                                 [(vec, mems[i].namespace) for i, vec in zip(to_write, vectors)],
+                                 remote="://" in self.store.uri)
+            for i, vec, cvec, near in zip(to_write, vectors, ctx_vectors, nears):
                 similar = self._relate(mems[i].content, [h for h in near if h.similarity >= self.duplicate_threshold][:5])
                 links[i] = current.changed_by(self, mems[i], near + current.in_batch(self, mems[i], vec, earlier))
                 earlier.append((mems[i], vec))
