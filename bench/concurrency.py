@@ -148,7 +148,7 @@ def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], kee
             server.send_signal(signal.SIGTERM)
             server.wait(60)
             log_text = (tmp / "serve.log").read_text(errors="replace")
-            commits = [int(n) for n in re.findall(r"remember: (\d+) memor(?:y|ies) \(\w+\) in one commit", log_text)]
+            commits = [int(n) for n in re.findall(r"remember: (\d+) memor(?:y|ies) \([\w+]+\) in one commit", log_text)]
         check = count_check(home, env, acked, {content(mode, w, i) for w in range(writers) for i in range(per_writer)})
         lat = [a[2] for a in acked]
         return {"mode": mode, "writers": writers, "writes": len(acked), "attempted": writers * per_writer,

@@ -274,7 +274,7 @@ def concurrent(env: dict[str, str], writers: int, per_writer: int, tmp: Path, *e
             t.join()
         wall = time.perf_counter() - start
         s3 = kinds(moto_log.take()) if moto_log is not None else {}
-        commits = [len(re.findall(r"remember: \d+ memor(?:y|ies) \(\w+\) in one commit", s.log.read_text()))
+        commits = [len(re.findall(r"remember: \d+ memor(?:y|ies) \([\w+]+\) in one commit", s.log.read_text()))
                    for s in servers]
         with servers[0].client(timeout=120) as c:
             items = c.get("/api/memories", params={"limit": 100_000}).json()

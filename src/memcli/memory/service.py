@@ -165,18 +165,22 @@ class MemoryService:
         return self.remember_many([item], source=source)[0]
 
     def remember_many(self, items: Sequence[NewMemory], *, source: str = "cli",
-                      progress: Progress | None = None,
-                      actors: Sequence[str | None] | None = None) -> list[RememberResult]:
-        """Store several memories with one batched embedding call and one write. ``actors``: who the audit
-        log names for each item (a server batching several callers' writes), default this service's."""
+                      progress: Progress | None = None, actors: Sequence[str | None] | None = None,
+                      sources: Sequence[str] | None = None) -> list[RememberResult]:
+        """Store several memories with one batched embedding call and one write. For a server batching several
+        callers' writes: ``actors``, who the audit log names for each item (default this service's), and
+        ``sources``, the face each item is recorded as (default ``source``)."""
+        def src(i: int) -> str:
+            return sources[i] if sources is not None else source
+
         def actor(i: int) -> str:
-            return (actors[i] if actors is not None else None) or self._actor(source)
+            return (actors[i] if actors is not None else None) or self._actor(src(i))
 
         now = now_ms()
         mems = []
         for n, it in enumerate(items):  # validate everything before writing
             try:
-                mems.append(self._prepare(it, source, now))
+                mems.append(self._prepare(it, src(n), now))
             except ValidationError as exc:
                 if len(items) == 1:
                     raise
@@ -192,7 +196,7 @@ class MemoryService:
             if m.key is not None:
                 existing = live_by_key(self.store, m)
                 if existing:
-                    self._upsert_by_key(existing, m, source, actor(i), items[i].keep_secrets)
+                    self._upsert_by_key(existing, m, src(i), actor(i), items[i].keep_secrets)
                     results[i] = RememberResult(memory_id=existing.id, created=False, updated=True)
                     continue
                 if (m.namespace, m.key) in new_keys:  # the same new key twice in one batch: the later updates it
@@ -264,7 +268,7 @@ class MemoryService:
             existing = self.store.get(mid)
             if existing is None:
                 raise VersionConflictError(f"memory {mid} was forgotten while key {mems[i].key} was remembered; try again")
-            self._upsert_by_key(existing, mems[i], source, actor(i), items[i].keep_secrets)
+            self._upsert_by_key(existing, mems[i], src(i), actor(i), items[i].keep_secrets)
             results[i] = RememberResult(memory_id=mid, created=False, updated=True)
         for i, first in again:  # the first copy may have been found stored by another writer under the lock
             results[i] = RememberResult(memory_id=results[first].memory_id, created=False)  # type: ignore[union-attr]
