@@ -76,6 +76,7 @@ def main() -> None:
     p.wrap(svc.store, "find", "key / other find")
     p.wrap(svc.store, "page", "thread context")
     p.wrap(svc.store, "vector_search", "neighbour search")
+    p.wrap(service_mod, "neighbours", "neighbour search")  # a batch's searches together (memory/lookups.py)
     p.wrap(svc.store, "add", "lance commit")
     p.wrap(svc.store, "after_write", "index upkeep")
     p.wrap(svc.store.audit, "record", "audit log")
@@ -84,7 +85,7 @@ def main() -> None:
     p.wrap(svc.store.write_lock, "hold", "write lock")
     p.wrap(svc, "_relate", "same-fact rules")
     p.wrap(current, "changed_by", "update rules")
-    del facts, lookups, service_mod
+    del facts, lookups
     t0 = time.perf_counter()
     p.mark = t0
     links = 0
