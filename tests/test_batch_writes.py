@@ -1,6 +1,7 @@
-"""A batch of writes searches its neighbours together (memcli.memory.lookups.neighbours): on a store without an
-ANN index, one read of the vectors per filter gives each vector what its own exact search gives; a batch still
-links, relates and de-duplicates as the same memories written one by one."""
+"""One batch of writes from several callers (the server's group commit): each memory keeps its own face as its
+source and in its history; the batch searches its neighbours together (memcli.memory.lookups.neighbours): on a
+store without an ANN index, one read of the vectors per filter gives each vector what its own exact search
+gives, and a batch links, relates and de-duplicates as the same memories written one by one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,25 @@ from memcli.memory.lookups import neighbours
 from memcli.memory.search import build_where
 from memcli.memory.service import MemoryService
 from memcli.models import NewMemory, now_ms
+
+
+def test_each_memory_of_a_batch_keeps_its_own_source(service: MemoryService) -> None:
+    texts = ["the api gateway times out after 30 s", "the nightly build runs at 02:00",
+             "the wiki lives at wiki.internal", "the vpn needs a hardware key"]
+    res = service.remember_many([NewMemory(content=t) for t in texts], source="api",
+                                sources=["api", "cli", "mcp", "cli"], actors=[None, None, "mcp (inspector 1.0)", None])
+    got = [(service.get(r.memory_id).source, [(e.action, e.actor) for e in service.history(r.memory_id)])
+           for r in res]
+    assert got == [("api", [("remember", "api")]), ("cli", [("remember", "cli")]),
+                   ("mcp", [("remember", "mcp (inspector 1.0)")]), ("cli", [("remember", "cli")])]
+    # a key's update in a batch is recorded as its own face's too
+    service.remember("the deploy freeze starts friday", key="freeze", source="api")
+    again = service.remember_many([NewMemory(content="the deploy freeze starts thursday", key="freeze"),
+                                   NewMemory(content="the staging cluster runs in eu-west-1")],
+                                  source="api", sources=["mcp", "api"])
+    assert again[0].updated
+    assert service.get(again[0].memory_id).source == "mcp"
+    assert service.history(again[0].memory_id)[-1].actor == "mcp"
 
 
 def _fill(service: MemoryService) -> None:
