@@ -17,9 +17,9 @@ every writer of the batch gets that error at once.
 
 A batch is taken as soon as the previous one is done, so writers that are answered together come back a few
 milliseconds apart: the first alone would make a batch of one, and the rest another. So when the group's
-last batch ended a moment ago (:data:`RECENT`) and was bigger than what is queued, the batch waits for as
-many writers as it had, at most :data:`FILL_WAIT` (and a tenth of that batch's time); an idle server, or a
-lone writer, writes at once.
+last batch ended a moment ago (:data:`RECENT`), the next one waits for the writers it answered and those that
+queued meanwhile, at most :data:`FILL_WAIT` (and a tenth of that batch's time); an idle server, or a lone
+writer, writes at once.
 
 The writes run in a thread of their own (one per busy group), so a caller may be a coroutine (REST:
 :meth:`WriteBatcher.remember`) or a worker thread (an MCP tool: :meth:`WriteBatcher.remember_now`); the
@@ -63,8 +63,9 @@ class _Entry:
 
 @dataclass
 class _Last:
-    """A group's last batch: how many it held, when it ended, how long it took (s)."""
-    size: int = 0
+    """A group's last batch: its writers and those that queued while it was written (how many write next),
+    when it ended, how long it took (s)."""
+    writers: int = 0
     ended: float = 0.0
     took: float = 0.0
 
@@ -145,27 +146,26 @@ class WriteBatcher:
             self._running.discard(group)
         return batch
 
-    def _fill(self, group: tuple[Any, ...]) -> None:
+    def _fill(self, group: tuple[Any, ...]) -> float:
         """Wait (under the lock) while the writers of the group's last batch, answered a moment ago, come
-        back: until as many are queued, at most FILL_WAIT."""
+        back: until they and those queued meanwhile are queued, at most FILL_WAIT. Returns the wait (s)."""
         last = self._last.get(group)
-        if last is None or last.size < 2:
-            return
         now = time.monotonic()
-        if now - last.ended > RECENT:
-            return
+        if last is None or last.writers < 2 or now - last.ended > RECENT:
+            return 0.0
         deadline = now + min(FILL_WAIT, last.took / 10)
-        while len(self._queues.get(group, ())) < last.size and not self.holder.stopping:
+        while len(self._queues.get(group, ())) < min(last.writers, MAX_BATCH) and not self.holder.stopping:
             left = deadline - time.monotonic()
             if left <= 0:
-                return
+                break
             self._lock.wait(left)
+        return time.monotonic() - now
 
     def _drain(self, group: tuple[Any, ...]) -> None:
         """Write ``group``'s queue batch by batch until it is empty. Every entry taken gets an answer."""
         while True:
             with self._lock:
-                self._fill(group)
+                waited = self._fill(group)
                 batch = self._take(group)
             if not batch:
                 return
@@ -177,7 +177,7 @@ class WriteBatcher:
                 outcomes = [exc] * len(batch)
             ended = time.monotonic()
             with self._lock:
-                self._last[group] = _Last(len(batch), ended, ended - started)
+                self._last[group] = _Last(len(batch) + len(self._queues.get(group, ())), ended, ended - started)
             for entry, outcome in zip(batch, outcomes):
                 try:
                     if isinstance(outcome, BaseException):
@@ -187,8 +187,9 @@ class WriteBatcher:
                 except concurrent.futures.InvalidStateError:
                     pass  # its request was cancelled meanwhile (shutdown): nobody waits for it
             self.commits += 1
-            log.info("remember: %d memor%s (%s) in one commit, %.0f ms", len(batch),
-                     "y" if len(batch) == 1 else "ies", "+".join(sorted(set(sources))), (ended - started) * 1000)
+            log.info("remember: %d memor%s (%s) in one commit, %.0f ms (%.0f ms waiting for writers)", len(batch),
+                     "y" if len(batch) == 1 else "ies", "+".join(sorted(set(sources))), (ended - started) * 1000,
+                     waited * 1000)
 
     def _write(self, items: list["NewMemory"], actors: list[str | None], sources: list[str]) -> list[Any]:
         """Results (or exceptions) of ``items``, in order: one ``remember_many``, else one by one."""
