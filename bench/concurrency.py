@@ -13,6 +13,8 @@ Modes (each on a fresh store in a temp dir, all writers released at once):
   store and writes: what every CLI write cost before the CLI went through the server);
 - ``rest``: each writer is a process with one HTTP client, ``POST /api/memories`` one memory at a time,
   against one warm ``memcli serve`` (with a bearer token, as the local server requires);
+- ``mcp``: each writer is a process with one MCP session (the official ``mcp`` SDK client over Streamable HTTP)
+  to the server's ``/mcp``, calling the ``remember`` tool one memory at a time;
 - ``lib`` (optional): each writer is a process holding a ``MemoryService`` (the embedded library).
 
 writes/s = acknowledged writes / wall time from the start signal to the last writer's end. Latency is per
@@ -65,6 +67,12 @@ def worker(mode: str, writer: int, n: int, barrier: Path, url: str) -> None:
         client = httpx.Client(base_url=url, timeout=300,
                               headers={"Authorization": f"Bearer {os.environ['MEMCLI_TOKEN']}"})
         client.get("/health")
+    if mode == "mcp":
+        import anyio
+
+        acked = anyio.run(mcp_writer, writer, n, barrier, url)
+        print(json.dumps({"acked": acked[0], "cpu_s": acked[1]}))
+        return
     (barrier / f"ready-{os.getpid()}").touch()
     while not (barrier / "go").exists():
         time.sleep(0.002)
@@ -90,6 +98,34 @@ def worker(mode: str, writer: int, n: int, barrier: Path, url: str) -> None:
     print(json.dumps({"acked": acked, "cpu_s": cpu_seconds() - cpu0}))
 
 
+async def mcp_writer(writer: int, n: int, barrier: Path, url: str) -> tuple[list[list[Any]], float]:
+    """One MCP session (initialized before the start) calling ``remember`` ``n`` times."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    acked: list[list[Any]] = []
+    headers = {"Authorization": f"Bearer {os.environ['MEMCLI_TOKEN']}"}
+    async with create_mcp_http_client(headers=headers) as client, \
+            streamable_http_client(url + "/mcp", http_client=client) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        (barrier / f"ready-{os.getpid()}").touch()
+        while not (barrier / "go").exists():
+            await anyio.sleep(0.002)
+        cpu0 = cpu_seconds()
+        for i in range(n):
+            text = content("mcp", writer, i)
+            t0 = time.perf_counter()
+            res = await session.call_tool("remember", {"content": text})
+            if res.is_error:
+                print(f"remember failed: {res.content}", file=sys.stderr)
+                continue
+            acked.append([json.loads(res.content[0].text)["memory_id"], text, time.perf_counter() - t0])
+        return acked, cpu_seconds() - cpu0
+
+
 # ------------------------------------------------------------------------------------------ one mode
 def free_port() -> int:
     with socket.socket() as s:
@@ -109,7 +145,7 @@ def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], kee
     server = None
     url = ""
     try:
-        if mode in ("rest", "cli"):
+        if mode in ("rest", "cli", "mcp"):
             port = free_port()
             log = open(tmp / "serve.log", "wb")
             server = subprocess.Popen([MEMCLI, "serve", "--port", str(port)], env=env, stdout=log,
@@ -148,7 +184,7 @@ def run_mode(mode: str, writers: int, per_writer: int, env0: dict[str, str], kee
             server.send_signal(signal.SIGTERM)
             server.wait(60)
             log_text = (tmp / "serve.log").read_text(errors="replace")
-            commits = [int(n) for n in re.findall(r"remember: (\d+) memor(?:y|ies) \(\w+\) in one commit", log_text)]
+            commits = [int(n) for n in re.findall(r"remember: (\d+) memor(?:y|ies) \([\w+]+\) in one commit", log_text)]
         check = count_check(home, env, acked, {content(mode, w, i) for w in range(writers) for i in range(per_writer)})
         lat = [a[2] for a in acked]
         return {"mode": mode, "writers": writers, "writes": len(acked), "attempted": writers * per_writer,
@@ -230,11 +266,12 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--writers", type=int, default=8)
-    ap.add_argument("--modes", default="cli,rest", help="comma-separated: cli, rest, lib")
+    ap.add_argument("--modes", default="cli,rest", help="comma-separated: cli, rest, mcp, lib")
     ap.add_argument("--cli-per-writer", type=int, default=100, help="`memcli remember` processes per CLI writer")
     ap.add_argument("--cli-local-per-writer", type=int, default=5, help="the same with --no-server")
     ap.add_argument("--rest-per-writer", type=int, default=100)
     ap.add_argument("--lib-per-writer", type=int, default=50)
+    ap.add_argument("--mcp-per-writer", type=int, default=100)
     ap.add_argument("--embedder", default="local", help="local (the bundled model, default) or hash (quick)")
     ap.add_argument("--keep", action="store_true", help="keep the temp homes")
     ap.add_argument("--json", type=Path, help="also write the results here")
@@ -243,7 +280,7 @@ def main() -> None:
     env["MEMCLI_EMBEDDER"] = a.embedder
     env["MEMCLI_AUTOSTART"] = "0"  # cli-local: no server started behind the bench's back
     per = {"cli": a.cli_per_writer, "cli-local": a.cli_local_per_writer, "rest": a.rest_per_writer,
-           "lib": a.lib_per_writer}
+           "lib": a.lib_per_writer, "mcp": a.mcp_per_writer}
     version = version_ms(env)
     results = []
     for mode in [m.strip() for m in a.modes.split(",") if m.strip()]:

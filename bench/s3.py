@@ -199,6 +199,10 @@ def profile(env: dict[str, str], moto_log: MotoLog, writes: int, group: int, emb
     prof.wrap(svc.embedder, "embed_passages", "embedding")
     for name in ("column_values", "vector_search", "find"):
         prof.wrap(svc.store, name, "duplicate checks")
+    from memcli.memory import service as service_mod
+
+    unwrapped = service_mod.neighbours
+    prof.wrap(service_mod, "neighbours", "duplicate checks")  # a batch's neighbour searches together
     prof.wrap(svc.store, "commit", "lance commit (memories)")
     prof.wrap(svc.store, "after_write", "index upkeep")
     prof.wrap(svc.store.audit, "record", "audit log")
@@ -209,6 +213,7 @@ def profile(env: dict[str, str], moto_log: MotoLog, writes: int, group: int, emb
         svc.remember_many([NewMemory(content=text(i, "profile ")) for i in range(start, min(writes, start + group))],
                           source="api")
     prof.flush()
+    service_mod.neighbours = unwrapped  # the module's: the next profile wraps it again
     wall = (time.perf_counter() - t0) * 1000
     svc.close()
     return {"wall_ms": wall, "ms": prof.ms, "reqs": {k: kinds(v) for k, v in prof.reqs.items()}}
@@ -279,7 +284,7 @@ def concurrent(env: dict[str, str], writers: int, per_writer: int, tmp: Path, *e
             t.join()
         wall = time.perf_counter() - start
         s3 = kinds(moto_log.take()) if moto_log is not None else {}
-        commits = [len(re.findall(r"remember: \d+ memor(?:y|ies) \(\w+\) in one commit", s.log.read_text()))
+        commits = [len(re.findall(r"remember: \d+ memor(?:y|ies) \([\w+]+\) in one commit", s.log.read_text()))
                    for s in servers]
         out = {"acked": len(acked), "errors": len(errors), "first_error": errors[0] if errors else "",
                "wall": wall, "writes_s": len(acked) / wall, "p50": p(lat, 0.5), "p95": p(lat, 0.95),

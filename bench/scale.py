@@ -395,7 +395,7 @@ def main() -> None:
     ap.add_argument("--embedder", default="hash", choices=("hash", "local"))
     ap.add_argument("--parts", default="import,index,ident,recall,cli,writes")
     ap.add_argument("--rebuild", action="store_true")
-    ap.add_argument("--writes", default="rest,cli", help="the writers of the writes part: rest, cli, lib")
+    ap.add_argument("--writes", default="rest,cli", help="the writers of the writes part: rest, cli, mcp, lib")
     ap.add_argument("--per-writer", type=int, default=25)
     args = ap.parse_args()
     parts = set(args.parts.split(","))

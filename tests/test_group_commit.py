@@ -87,7 +87,7 @@ def test_concurrent_rest_and_mcp_writes_share_commits(server: ServerProc) -> Non
     assert all(stored[m]["content"] == t and stored[m]["source"] == "api" for m, t in rest)
     assert all(stored[m]["content"] == t and stored[m]["source"] == "mcp" for m, t in mcp)
     # the log shows the groups: fewer commits than writes, some of several memories
-    groups = [int(n) for n in re.findall(r"remember: (\d+) memor(?:y|ies) \((?:api|mcp)\) in one commit",
+    groups = [int(n) for n in re.findall(r"remember: (\d+) memor(?:y|ies) \([a-z+]+\) in one commit",
                                          server.log.read_text())]
     assert sum(groups) == len(ids), groups
     assert max(groups) > 1 and len(groups) < len(ids), groups
@@ -111,3 +111,70 @@ def test_concurrent_writes_of_one_key_update_in_turn(server: ServerProc) -> None
     with server.client(timeout=60) as c:
         mem = c.get(f"/api/memories/{results[0]['memory_id']}").json()
     assert mem["version"] == 6 and mem["key"] == "on-call-phone"
+
+
+def test_rest_cli_and_mcp_writes_at_once_share_one_commit_each_with_its_own_source(server: ServerProc) -> None:
+    """The faces of one owner share a batch: while the store's write lock is held (by this test, as by another
+    process), a REST write, the CLI's write through the server and an MCP tool call queue behind the write in
+    flight, then go to the store as one commit; each memory keeps its face as its source and in its history."""
+    import fcntl
+
+    from memcli.config import load_config
+
+    lock_file = Path(load_config(server.home, env={}).data_uri) / ".write.lock"
+    texts = {"api": "the staging database is restored from the nightly snapshot",
+             "cli": "the build cache is pruned every sunday at noon",
+             "mcp": "the pager rotation changes owners on mondays"}
+    ids: dict[str, str] = {}
+    errors: list[str] = []
+
+    def rest(face: str, text: str) -> None:
+        headers = {**server.headers, **({"X-Memcli-Source": "cli"} if face == "cli" else {})}
+        r = httpx.post(server.url + "/api/memories", headers=headers, json={"content": text}, timeout=120)
+        if r.status_code != 201:
+            errors.append(f"{face}: {r.status_code} {r.text}")
+        else:
+            ids[face] = r.json()["memory_id"]
+
+    async def mcp_then_release(fh: Any) -> None:
+        async with create_mcp_http_client(headers=server.headers) as client, \
+                streamable_http_client(server.url + "/mcp", http_client=client) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            fcntl.flock(fh, fcntl.LOCK_EX)  # the store is busy from here on
+            try:
+                first = threading.Thread(target=rest, args=("api", "the first write waits for the write lock"))
+                first.start()
+                await anyio.sleep(1.0)  # its batch is now waiting for the lock: the next writes queue behind it
+                late = [threading.Thread(target=rest, args=(f, texts[f])) for f in ("api", "cli")]
+                for t in late:
+                    t.start()
+
+                async def call() -> None:
+                    res = await session.call_tool("remember", {"content": texts["mcp"]})
+                    assert not res.is_error, res.content
+                    ids["mcp"] = json.loads(res.content[0].text)["memory_id"]
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call)
+                    await anyio.sleep(2.0)  # all three are queued (nothing can be written meanwhile)
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+            for t in [first, *late]:
+                t.join(120)
+
+    before = len(re.findall(r"in one commit", server.log.read_text()))
+    with open(lock_file, "a+") as fh:
+        anyio.run(mcp_then_release, fh)
+    assert not errors, errors
+    commits = re.findall(r"remember: (\d+) memor(?:y|ies) \(([a-z+]+)\) in one commit", server.log.read_text())
+    assert commits[before:] == [("1", "api"), ("3", "api+cli+mcp")], commits[before:]
+    with server.client(timeout=60) as c:
+        for face, text in texts.items():
+            mem = c.get(f"/api/memories/{ids[face]}").json()
+            assert (mem["content"], mem["source"]) == (text, face)
+            history = c.get(f"/api/memories/{ids[face]}/history").json()
+            # the audit log names the face (MCP: with the client that called, "mcp (<client> <version>)")
+            assert [e["action"] for e in history] == ["remember"], history
+            assert history[0]["actor"] == face or (face == "mcp" and history[0]["actor"].startswith("mcp (")), history

@@ -103,31 +103,9 @@ def test_probe_signature_matches_botocore() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ the service
-def test_a_batch_s_similar_searches_run_at_once_on_object_storage() -> None:
-    """remember_many's similar-memory search per memory: on object storage several at once (each is S3 round
-    trips: 10.6 of a 40-write group's 14.5 s at 24k rows on moto), in the batch's order; locally one by one."""
-    from memcli.memory.lookups import similar_each
-
-    both = threading.Barrier(2, timeout=10)  # two searches must be running at the same time to pass it
-    threads: set[str] = set()
-
-    def search(vec: int, ns: str) -> str:
-        threads.add(threading.current_thread().name)
-        if vec < 2:
-            both.wait()
-        return f"{ns}:{vec}"
-
-    assert similar_each(search, [(i, "ns") for i in range(5)], remote=True) == [f"ns:{i}" for i in range(5)]
-    assert len(threads) > 1
-    threads.clear()
-    assert similar_each(lambda v, ns: (threads.add(threading.current_thread().name), v)[1],
-                        [(i, "ns") for i in range(3)], remote=False) == [0, 1, 2]
-    assert threads == {threading.current_thread().name}
-
-
 def test_remember_many_on_s3_reports_what_each_memory_duplicates(moto: MotoServer, tmp_path: Path) -> None:
-    """The batch's searches run at once on s3; each memory still gets its own duplicates and relations, as on
-    a local store."""
+    """A batch's neighbour searches (memcli.memory.lookups.neighbours) on s3: each memory still gets its own
+    duplicates and relations, as on a local store."""
     from memcli.memory.service import NewMemory
 
     base = "alpha beta gamma delta epsilon zeta eta theta"

@@ -8,9 +8,10 @@ and again under the store's write lock (:mod:`memcli.memory.writelock`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from memcli.errors import StoreError
 from memcli.memory.reader import quote
 
 if TYPE_CHECKING:
@@ -19,25 +20,9 @@ if TYPE_CHECKING:
 
 # content hashes per IN (...) filter: one query for a whole batch, bounded in length
 HASHES_PER_QUERY = 500
-# On object storage a batch's similar-memory searches (one per memory) run this many at once: each is S3 round
-# trips. A replica writing a group of 99 to a 100k-row store on moto spent 73 of its 82 s before the write leases
-# (bench/s3.py --scale 100000); in process at 24k rows these searches were 10.6 of a 40-write group's 14.5 s,
-# 8 at once made the group 9.8 s (in the replica run at load 11 the group took as long: the CPU was the limit).
-SIMILAR_THREADS = 8
-
-T = TypeVar("T")
-
-
-def similar_each(search: Callable[[Any, str], T], queries: Sequence[tuple[Any, str]], *, remote: bool) -> list[T]:
-    """``search(vector, namespace)`` of each query, in the queries' order: on object storage (``remote``)
-    SIMILAR_THREADS at a time (reads only; lance releases the GIL while it waits), else one after another."""
-    if not remote or len(queries) < 2:
-        return [search(v, ns) for v, ns in queries]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(SIMILAR_THREADS, len(queries)),
-                            thread_name_prefix="memcli-similar") as pool:
-        return list(pool.map(lambda q: search(*q), queries))
+# the most rows :func:`neighbours` scans at once (a store without an ANN index has fewer: maintenance.py's
+# VECTOR_INDEX_MIN_ROWS, 20,000, ~30 MB of e5 vectors), else one search per vector
+SCAN_MAX_ROWS = 50_000
 
 
 def live_by_key(store: "MemoryStore", m: "Memory") -> "Memory | None":
@@ -77,3 +62,42 @@ def attach_context(store: "MemoryStore", mems: Sequence["Memory"], window: int =
             recent[k] = store.page(where, limit=window)[::-1]
         m.context = [p.content for p in recent[k][-window:]]
         recent[k].append(m)
+
+
+def neighbours(store: "MemoryStore", queries: Sequence[tuple[Any, str | None]],
+               k: int) -> list[list[tuple["Memory", float]]]:
+    """``store.vector_search(vector, where, k)`` of each ``(vector, where)``: (memory, cosine), best first. Without
+    an ANN index every search is an exact scan of the vectors, ~8 ms each whatever the store's size: the
+    vectors of one filter are then read once for all its queries, and the memories found read together
+    (a server's batch of 8 writes made 8 searches)."""
+    import numpy as np
+
+    from memcli.memory.rows import COLUMNS, row_to_memory
+
+    if len(queries) < 2 or store.vector_nprobes("vector") is not None:
+        return [store.vector_search(v, w, k) for v, w in queries]
+    try:
+        snap = store.reader.snapshot()
+        if snap.count_rows() > SCAN_MAX_ROWS:
+            return [store.vector_search(v, w, k) for v, w in queries]
+        out: list[list[tuple[Memory, float]]] = [[] for _ in queries]
+        for where in dict.fromkeys(w for _, w in queries):
+            mine = [n for n, (_, w) in enumerate(queries) if w == where]
+            table = snap.to_table(columns=["vector"], filter=where or None, with_row_id=True)
+            if table.num_rows == 0:
+                continue
+            dim = table.schema.field("vector").type.list_size
+            stored = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, dim)
+            q = np.stack([np.asarray(queries[n][0], dtype=np.float32) for n in mine])
+            # cosine as lance computes it for the exact search (1 - its cosine distance)
+            cos = (q @ stored.T) / np.maximum(np.outer(np.linalg.norm(q, axis=1), np.linalg.norm(stored, axis=1)),
+                                              1e-12)
+            best = np.argsort(-cos, axis=1, kind="stable")[:, :k]
+            rowids = table.column("_rowid").to_numpy()
+            rows = dict(store.reader.take(snap, sorted({int(rowids[j]) for j in best.flat}), COLUMNS))
+            for n, order, sims in zip(mine, best, cos):
+                out[n] = [(row_to_memory(rows[int(rowids[j])]), float(sims[j])) for j in order
+                          if int(rowids[j]) in rows]
+        return out
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise StoreError(f"vector search failed: {exc}") from exc

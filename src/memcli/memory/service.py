@@ -13,7 +13,7 @@ from memcli.errors import NotFoundError, ValidationError, VersionConflictError
 from memcli.memory.activity import daily_counts, scope_counts, store_stats
 from memcli.memory import current
 from memcli.memory.audit import AuditEvent, clip, diff
-from memcli.memory.lookups import attach_context, live_by_identity, live_by_key, similar_each
+from memcli.memory.lookups import attach_context, live_by_identity, live_by_key, neighbours
 from memcli.memory.records import embed_memories, redact_memory, reembed_all
 from memcli.memory.records import import_records as import_stream
 from memcli.memory.rows import memory_to_row
@@ -137,15 +137,14 @@ class MemoryService:
             redact_memory(mem)
         return mem
 
-    def _similar(self, vector: Any, namespace: str, threshold: float, *, exclude: str | None = None,
-                 k: int = 5) -> list[RecallHit]:
-        where = build_where(namespace=namespace, now=now_ms())
-        hits = []
-        for mem, cos in self.store.vector_search(vector, where, k + 1):
-            sim = self.calibration(cos)
-            if mem.id != exclude and sim >= threshold:
-                hits.append(RecallHit(memory=mem, score=sim, similarity=sim))
-        return hits[:k]
+    def _similar(self, vectors: Sequence[Any], namespaces: Sequence[str], threshold: float,
+                 k: int = 5) -> list[list[RecallHit]]:
+        """The stored memories at least ``threshold`` similar to each vector, of its namespace: one search for all."""
+        now = now_ms()
+        found = neighbours(self.store, [(v, build_where(namespace=ns, now=now)) for v, ns in zip(vectors, namespaces)],
+                           k + 1)
+        return [[RecallHit(memory=m, score=s, similarity=s) for m, s in ((m, self.calibration(c)) for m, c in near)
+                 if s >= threshold][:k] for near in found]
 
     # ------------------------------------------------------------------ remember
     def remember(self, content: str, *, tags: Sequence[str] | None = None, scope: str | None = None,
@@ -165,18 +164,22 @@ class MemoryService:
         return self.remember_many([item], source=source)[0]
 
     def remember_many(self, items: Sequence[NewMemory], *, source: str = "cli",
-                      progress: Progress | None = None,
-                      actors: Sequence[str | None] | None = None) -> list[RememberResult]:
-        """Store several memories with one batched embedding call and one write. ``actors``: who the audit
-        log names for each item (a server batching several callers' writes), default this service's."""
+                      progress: Progress | None = None, actors: Sequence[str | None] | None = None,
+                      sources: Sequence[str] | None = None) -> list[RememberResult]:
+        """Store several memories with one batched embedding call and one write. For a server batching several
+        callers' writes: ``actors``, who the audit log names for each item (default this service's), and
+        ``sources``, the face each item is recorded as (default ``source``)."""
+        def src(i: int) -> str:
+            return sources[i] if sources is not None else source
+
         def actor(i: int) -> str:
-            return (actors[i] if actors is not None else None) or self._actor(source)
+            return (actors[i] if actors is not None else None) or self._actor(src(i))
 
         now = now_ms()
         mems = []
         for n, it in enumerate(items):  # validate everything before writing
             try:
-                mems.append(self._prepare(it, source, now))
+                mems.append(self._prepare(it, src(n), now))
             except ValidationError as exc:
                 if len(items) == 1:
                     raise
@@ -192,7 +195,7 @@ class MemoryService:
             if m.key is not None:
                 existing = live_by_key(self.store, m)
                 if existing:
-                    self._upsert_by_key(existing, m, source, actor(i), items[i].keep_secrets)
+                    self._upsert_by_key(existing, m, src(i), actor(i), items[i].keep_secrets)
                     results[i] = RememberResult(memory_id=existing.id, created=False, updated=True)
                     continue
                 if (m.namespace, m.key) in new_keys:  # the same new key twice in one batch: the later updates it
@@ -215,11 +218,9 @@ class MemoryService:
             rows: dict[int, dict[str, Any]] = {}
             links: dict[int, list[Any]] = {}
             earlier: list[tuple[Memory, Any]] = []  # this batch's memories before this one (a server's group)
-            # one search per memory serves both: the close ones (duplicates, related) and the candidates of a change
-            floor, k = min(self.duplicate_threshold, current.MIN_SIMILARITY), max(5, current.CANDIDATES)
-            nears = similar_each(lambda v, ns: self._similar(v, ns, floor, k=k),
-                                 [(vec, mems[i].namespace) for i, vec in zip(to_write, vectors)],
-                                 remote="://" in self.store.uri)
+            # one search serves both: the close ones (duplicates, related) and the candidates of a change
+            nears = self._similar(vectors, [mems[i].namespace for i in to_write],
+                                  min(self.duplicate_threshold, current.MIN_SIMILARITY), k=max(5, current.CANDIDATES))
             for i, vec, cvec, near in zip(to_write, vectors, ctx_vectors, nears):
                 similar = self._relate(mems[i].content, [h for h in near if h.similarity >= self.duplicate_threshold][:5])
                 links[i] = current.changed_by(self, mems[i], near + current.in_batch(self, mems[i], vec, earlier))
@@ -266,7 +267,7 @@ class MemoryService:
             existing = self.store.get(mid)
             if existing is None:
                 raise VersionConflictError(f"memory {mid} was forgotten while key {mems[i].key} was remembered; try again")
-            self._upsert_by_key(existing, mems[i], source, actor(i), items[i].keep_secrets)
+            self._upsert_by_key(existing, mems[i], src(i), actor(i), items[i].keep_secrets)
             results[i] = RememberResult(memory_id=mid, created=False, updated=True)
         for i, first in again:  # the first copy may have been found stored by another writer under the lock
             results[i] = RememberResult(memory_id=results[first].memory_id, created=False)  # type: ignore[union-attr]
@@ -394,7 +395,7 @@ class MemoryService:
         exact = self.store.find(f"namespace = {quote(ns)} AND content_hash = {quote(content_hash(text))} "
                                 f"AND {ACTIVE_FILTER}", 5)
         similar = [RecallHit(memory=m, score=1.0, similarity=1.0) for m in exact]
-        for h in self._similar(self.embedder.embed_passages([text])[0], ns, thr):
+        for h in self._similar([self.embedder.embed_passages([text])[0]], [ns], thr)[0]:
             if all(h.memory.id != s.memory.id for s in similar):
                 similar.append(h)
         similar = self._relate(text, similar)
