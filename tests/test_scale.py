@@ -96,6 +96,9 @@ def test_the_maintainer_builds_and_refreshes_indexes_while_recall_goes_on(servic
     vec = [d for d in store.index_status() if d["column"] == "vector"]
     assert vec and vec[0]["kind"] == "IvfFlat" and vec[0]["indexed_rows"] == 400
     assert store.maintenance_due() == []
+    assert store.warm_vector_indexes() == ["vector"]  # a server loads it whole into the cache after a build
+    dim = len(service.embedder.embed_query("x"))
+    assert store.warm_vector_indexes(budget=400 * dim * 4 - 1) == []  # not an index bigger than the budget
     hits = service.recall("deploy after the checks", top_k=5, scope="agent:a2")  # through the index
     assert len(hits) == 5 and all(h.memory.scope == "agent:a2" for h in hits)
     assert service.recall("svc-123 nightly checks", top_k=1)[0].memory.content.startswith("turn 123 ")
@@ -121,6 +124,7 @@ def test_a_server_keeps_its_store_indexed_in_the_background(isolated_home: Path)
         assert holder.maintainer is not None and holder.maintainer.rounds >= 1
         assert svc.store.background_maintenance  # its writes no longer compact themselves
         assert any(d["column"] == "vector" and d["indexed_rows"] == 300 for d in svc.store.index_status())
+        assert holder.maintainer.warmed == ["vector"]  # the index it built, loaded whole for the next searches
     finally:
         assert holder.shutdown(10) == []
         svc.close()
